@@ -1,0 +1,250 @@
+//! Filters: `{"team": "t1", "feature": ["a", "b"]}` means team is t1 AND
+//! feature is a or b. Compiled once per query into bloom masks (for the
+//! probabilistic per-row test) and encoded values (for the exact test).
+//!
+//! Semantics, identical in the bloom test and the exact test:
+//! - a key with a scalar or object value: the row's attribute equals it, or is
+//!   an array that contains it;
+//! - a key with an array value: at least one of the array's items holds as
+//!   above (an empty array matches no row);
+//! - several keys: all must hold; `{}` matches every row.
+//! - `null` in a filter, and arrays inside a one-of array, are errors.
+
+use serde_json::Value;
+
+use crate::bloom::{words_of, Bitmap, BITMAP_BYTES};
+use crate::encoding::{attributes_object, encode_value, write_element, EncodedValue};
+use crate::error::{json_type_name, Error, ErrorKind};
+
+type Words = [u64; BITMAP_BYTES / 8];
+
+/// One key of a filter with its accepted values.
+#[derive(Debug, Clone)]
+pub struct Clause {
+    pub key: String,
+    pub values: Vec<EncodedValue>,
+}
+
+/// A compiled filter.
+#[derive(Debug, Clone)]
+pub struct Filter {
+    pub clauses: Vec<Clause>,
+    /// Union of the masks of every clause with exactly one value.
+    all: Words,
+    /// Masks of clauses with two or more values: one of each must be present.
+    any: Vec<Vec<Words>>,
+    /// A clause with no values: nothing matches.
+    never: bool,
+}
+
+impl Filter {
+    /// Compiles a filter object.
+    pub fn compile(filter: &Value) -> Result<Filter, Error> {
+        let obj = match filter {
+            Value::Object(m) => m,
+            other => {
+                return Err(Error::new(
+                    ErrorKind::InvalidParameter,
+                    format!("alerts filter must be a JSON object, got a JSON {}", json_type_name(other)),
+                    "write filters as {\"<attribute>\": \"<value>\"} or {\"<attribute>\": [\"<value>\", ...]} for one of several values; '{}' matches every row",
+                ))
+            }
+        };
+        let mut clauses = Vec::with_capacity(obj.len());
+        for (key, v) in obj {
+            let values = match v {
+                Value::Array(items) => {
+                    let mut vals = Vec::with_capacity(items.len());
+                    for item in items {
+                        match item {
+                            Value::Array(_) => {
+                                return Err(Error::new(
+                                    ErrorKind::InvalidParameter,
+                                    format!("alerts filter value for \"{}\" is an array inside a one-of array", key_for_msg(key)),
+                                    "a one-of array lists single values, for example {\"feature\": [\"a\", \"b\"]}; nested arrays are not supported",
+                                ))
+                            }
+                            Value::Null => return Err(null_error(key)),
+                            _ => vals.push(encode_value(item)?.expect("non-null encodes")),
+                        }
+                    }
+                    vals.sort();
+                    vals.dedup();
+                    vals
+                }
+                Value::Null => return Err(null_error(key)),
+                _ => vec![encode_value(v)?.expect("non-null encodes")],
+            };
+            clauses.push(Clause { key: key.clone(), values });
+        }
+        let mut f = Filter { clauses, all: [0; 8], any: Vec::new(), never: false };
+        let mut buf = Vec::with_capacity(64);
+        let mut all = Bitmap::default();
+        for c in &f.clauses {
+            match c.values.len() {
+                0 => f.never = true,
+                1 => all.union_with(&value_mask(&mut buf, &c.key, &c.values[0])),
+                _ => f.any.push(c.values.iter().map(|v| value_mask(&mut buf, &c.key, v).words()).collect()),
+            }
+        }
+        f.all = all.words();
+        Ok(f)
+    }
+
+    /// The single mask of a filter whose every key has one value (`alerts_mask`).
+    pub fn single_mask(filter: &Value) -> Result<Bitmap, Error> {
+        if let Value::Object(m) = filter {
+            if let Some((k, _)) = m.iter().find(|(_, v)| v.is_array()) {
+                return Err(Error::new(
+                    ErrorKind::InvalidParameter,
+                    format!("alerts_mask: the value of \"{}\" is a one-of array, which one mask cannot express", key_for_msg(k)),
+                    "use alerts_bloom_match(bitmap, filter) for one-of filters, or build one mask per value and OR the tests",
+                ));
+            }
+        }
+        let f = Filter::compile(filter)?;
+        let mut buf = Vec::new();
+        let mut all = Bitmap::default();
+        for c in &f.clauses {
+            all.union_with(&value_mask(&mut buf, &c.key, &c.values[0]));
+        }
+        Ok(all)
+    }
+
+    /// True when the filter is `{}`.
+    pub fn is_empty(&self) -> bool {
+        self.clauses.is_empty()
+    }
+
+    /// The probabilistic test: false means the row cannot match; true means it
+    /// may. Allocation-free.
+    #[inline]
+    pub fn bloom_match_words(&self, w: &Words) -> bool {
+        if self.never {
+            return false;
+        }
+        for i in 0..w.len() {
+            if w[i] & self.all[i] != self.all[i] {
+                return false;
+            }
+        }
+        self.any.iter().all(|alts| alts.iter().any(|m| (0..w.len()).all(|i| w[i] & m[i] == m[i])))
+    }
+
+    /// The probabilistic test on the 64 bitmap bytes.
+    #[inline]
+    pub fn bloom_match(&self, bytes: &[u8; BITMAP_BYTES]) -> bool {
+        self.bloom_match_words(&words_of(bytes))
+    }
+
+    /// The exact test on an attributes object.
+    pub fn exact_match(&self, attrs: &Value) -> Result<bool, Error> {
+        let obj = attributes_object(attrs)?;
+        for c in &self.clauses {
+            let Some(v) = obj.get(&c.key) else { return Ok(false) };
+            let hit = match v {
+                Value::Array(items) => {
+                    let mut hit = false;
+                    for item in items {
+                        if let Some(e) = encode_value(item)? {
+                            if c.values.binary_search(&e).is_ok() {
+                                hit = true;
+                                break;
+                            }
+                        }
+                    }
+                    hit
+                }
+                other => match encode_value(other)? {
+                    Some(e) => c.values.binary_search(&e).is_ok(),
+                    None => false,
+                },
+            };
+            if !hit {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+fn value_mask(buf: &mut Vec<u8>, key: &str, v: &EncodedValue) -> Bitmap {
+    let mut m = Bitmap::default();
+    write_element(buf, key, v.tag, &v.bytes);
+    m.add_element(buf);
+    m
+}
+
+fn null_error(key: &str) -> Error {
+    Error::new(
+        ErrorKind::InvalidParameter,
+        format!("alerts filter value for \"{}\" is null", key_for_msg(key)),
+        "filters select values; drop the key to not filter on it (null attributes are stored as no value)",
+    )
+}
+
+fn key_for_msg(k: &str) -> String {
+    crate::encoding::truncate(k, 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bloom::bloom;
+    use serde_json::json;
+
+    fn both(attrs: Value, filter: Value) -> (bool, bool) {
+        let f = Filter::compile(&filter).unwrap();
+        let bm = bloom(&attrs).unwrap();
+        (f.bloom_match(&bm.0), f.exact_match(&attrs).unwrap())
+    }
+
+    #[test]
+    fn semantics() {
+        let a = json!({"team": "t1", "feature": ["a", "b"], "sev": 2, "flag": true, "n": null, "o": {"x": 1}});
+        for (f, want) in [
+            (json!({}), true),
+            (json!({"team": "t1"}), true),
+            (json!({"team": "t2"}), false),
+            (json!({"team": ["t2", "t1"]}), true),
+            (json!({"team": []}), false),
+            (json!({"feature": "a"}), true),
+            (json!({"feature": ["c", "b"]}), true),
+            (json!({"feature": "c"}), false),
+            (json!({"team": "t1", "feature": "b"}), true),
+            (json!({"team": "t1", "feature": "c"}), false),
+            (json!({"sev": 2}), true),
+            (json!({"sev": 2.0}), true),
+            (json!({"sev": "2"}), false),
+            (json!({"flag": true}), true),
+            (json!({"flag": "true"}), false),
+            (json!({"o": {"x": 1.0}}), true),
+            (json!({"o": {"x": 2}}), false),
+            (json!({"missing": "x"}), false),
+            (json!({"n": "x"}), false),
+        ] {
+            let (bloom_says, exact) = both(a.clone(), f.clone());
+            assert_eq!(exact, want, "{f}");
+            assert!(bloom_says || !exact, "false negative for {f}");
+        }
+    }
+
+    #[test]
+    fn bad_filters() {
+        for f in [json!([]), json!("x"), json!(1), json!(null), json!({"a": null}), json!({"a": [[1]]}), json!({"a": [null]})] {
+            let e = Filter::compile(&f).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::InvalidParameter, "{f}");
+        }
+        let e = Filter::single_mask(&json!({"a": ["x"]})).unwrap_err();
+        assert!(e.hint.contains("alerts_bloom_match"));
+    }
+
+    #[test]
+    fn single_mask_matches_bitmap_subset() {
+        let attrs = json!({"team": "t1", "feature": ["a", "b"]});
+        let bm = bloom(&attrs).unwrap();
+        let m = Filter::single_mask(&json!({"team": "t1", "feature": "b"})).unwrap();
+        assert!(bm.contains(&m));
+        assert_eq!(Filter::single_mask(&json!({})).unwrap(), Bitmap::default());
+    }
+}
