@@ -62,9 +62,47 @@ pub fn decode(s: &str) -> Result<(u64, u128), Error> {
     Ok(((v >> 80) as u64, v & ((1u128 << 80) - 1)))
 }
 
+/// Microseconds between the Unix epoch and the Postgres epoch (2000-01-01).
+const PG_EPOCH_US: i64 = 946_684_800_000_000;
+
+/// Unix milliseconds of a Postgres `timestamptz` (microseconds since
+/// 2000-01-01), floored; `None` for +infinity or past the last ULID
+/// millisecond. Times before 1970 (and -infinity) clamp to 0: every ULID is at
+/// or after them, so as a lower bound 0 is exact.
+pub fn unix_ms_of_pg_timestamp(ts: i64) -> Option<u64> {
+    if ts == i64::MAX {
+        return None;
+    }
+    let ms = (ts as i128 + PG_EPOCH_US as i128).div_euclid(1000);
+    if ms < 0 {
+        Some(0)
+    } else if ms > MAX_MS as i128 {
+        None
+    } else {
+        Some(ms as u64)
+    }
+}
+
+/// The Postgres `timestamptz` of a ULID millisecond.
+pub fn pg_timestamp_of_unix_ms(ms: u64) -> i64 {
+    ms as i64 * 1000 - PG_EPOCH_US
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pg_timestamp_edges() {
+        assert_eq!(unix_ms_of_pg_timestamp(0), Some(946_684_800_000));
+        assert_eq!(unix_ms_of_pg_timestamp(-PG_EPOCH_US), Some(0));
+        assert_eq!(unix_ms_of_pg_timestamp(-PG_EPOCH_US - 1), Some(0));
+        assert_eq!(unix_ms_of_pg_timestamp(i64::MIN), Some(0));
+        assert_eq!(unix_ms_of_pg_timestamp(i64::MAX), None);
+        assert_eq!(unix_ms_of_pg_timestamp(1_999), Some(946_684_800_001));
+        assert_eq!(unix_ms_of_pg_timestamp(-1), Some(946_684_799_999));
+        assert_eq!(pg_timestamp_of_unix_ms(946_684_800_001), 1_000);
+    }
 
     #[test]
     fn known_vectors() {

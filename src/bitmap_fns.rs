@@ -1,0 +1,98 @@
+//! `alerts_bloom`, `alerts_mask`, `alerts_bloom_match`, `alerts_attrs_match`
+//! and small helpers. See `sql/alerts.sql` for their SQL declarations.
+
+use alerts_core::bloom::{bloom, element_count};
+use alerts_core::{Filter, FORMAT_VERSION};
+use pgrx::pg_guard;
+use pgrx::pg_sys::{self, Datum};
+
+use crate::datum::{arg, bitmap_arg, bitmap_datum, jsonb_value, OrRaise};
+use crate::filter_cache::compiled;
+
+crate::finfo_v1!(
+    pg_finfo_alerts_bloom,
+    pg_finfo_alerts_mask,
+    pg_finfo_alerts_bloom_match,
+    pg_finfo_alerts_attrs_match,
+    pg_finfo_alerts_bloom_elements,
+    pg_finfo_alerts_format_version,
+);
+
+/// `alerts_bloom(attrs jsonb) RETURNS bit(512)`.
+///
+/// # Safety
+/// Called by Postgres through the V1 convention, declared STRICT.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn alerts_bloom(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    // SAFETY: STRICT, one jsonb argument.
+    let attrs = unsafe { jsonb_value(arg(fcinfo, 0)) };
+    bitmap_datum(&bloom(&attrs).or_raise())
+}
+
+/// `alerts_mask(filter jsonb) RETURNS bit(512)`.
+///
+/// # Safety
+/// Called by Postgres through the V1 convention, declared STRICT.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn alerts_mask(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    // SAFETY: STRICT, one jsonb argument.
+    let filter = unsafe { jsonb_value(arg(fcinfo, 0)) };
+    bitmap_datum(&Filter::single_mask(&filter).or_raise())
+}
+
+/// `alerts_bloom_match(bitmap bit(512), filter jsonb) RETURNS bool`: the
+/// per-row probabilistic test. Compiles the filter once per call site and
+/// reads the bitmap in place: no allocation per row.
+///
+/// # Safety
+/// Called by Postgres through the V1 convention, declared STRICT.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn alerts_bloom_match(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    // SAFETY: STRICT, arguments (bit, jsonb).
+    unsafe {
+        let f = compiled(fcinfo, arg(fcinfo, 1));
+        let bm = bitmap_arg(arg(fcinfo, 0));
+        Datum::from(f.bloom_match(bm))
+    }
+}
+
+/// `alerts_attrs_match(attrs jsonb, filter jsonb) RETURNS bool`: the exact test.
+///
+/// # Safety
+/// Called by Postgres through the V1 convention, declared STRICT.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn alerts_attrs_match(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    // SAFETY: STRICT, arguments (jsonb, jsonb).
+    unsafe {
+        let f = compiled(fcinfo, arg(fcinfo, 1));
+        let attrs = jsonb_value(arg(fcinfo, 0));
+        Datum::from(f.exact_match(&attrs).or_raise())
+    }
+}
+
+/// `alerts_bloom_elements(attrs jsonb) RETURNS int`: elements hashed for a row.
+///
+/// # Safety
+/// Called by Postgres through the V1 convention, declared STRICT.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn alerts_bloom_elements(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    // SAFETY: STRICT, one jsonb argument.
+    let attrs = unsafe { jsonb_value(arg(fcinfo, 0)) };
+    let n = element_count(&attrs).or_raise();
+    Datum::from(i32::try_from(n).unwrap_or(i32::MAX))
+}
+
+/// `alerts_format_version() RETURNS int`.
+///
+/// # Safety
+/// Called by Postgres through the V1 convention.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn alerts_format_version(_fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    Datum::from(FORMAT_VERSION as i32)
+}

@@ -1,0 +1,135 @@
+//! Conversions between Postgres datums and the core's types, and the mapping
+//! of core errors to Postgres ERRORs.
+
+use alerts_core::error::{Error, ErrorKind};
+use alerts_core::{Bitmap, BITMAP_BITS, BITMAP_BYTES};
+use pgrx::pg_sys::{self, Datum};
+use pgrx::{PgLogLevel, PgSqlErrorCode};
+
+/// Raises a core error as an ERROR with its hint. Never returns.
+pub fn raise(e: Error) -> ! {
+    let code = match e.kind {
+        ErrorKind::InvalidParameter => PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+        ErrorKind::InvalidText => PgSqlErrorCode::ERRCODE_INVALID_TEXT_REPRESENTATION,
+        ErrorKind::OutOfRange => PgSqlErrorCode::ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE,
+    };
+    error(code, e.message, &e.hint)
+}
+
+/// Raises an ERROR with a message and a hint. Never returns.
+pub fn error(code: PgSqlErrorCode, message: String, hint: &str) -> ! {
+    pgrx::pg_sys::panic::ErrorReport::new(code, message, "alerts")
+        .set_hint(hint.to_string())
+        .report(PgLogLevel::ERROR);
+    unreachable!("ERROR does not return")
+}
+
+/// Unwraps a core result or raises its error.
+pub trait OrRaise<T> {
+    fn or_raise(self) -> T;
+}
+
+impl<T> OrRaise<T> for Result<T, Error> {
+    fn or_raise(self) -> T {
+        match self {
+            Ok(v) => v,
+            Err(e) => raise(e),
+        }
+    }
+}
+
+/// Argument `n` of a strict function (never null there).
+///
+/// # Safety
+/// `fcinfo` must be the live call's, with at least `n + 1` arguments.
+pub unsafe fn arg(fcinfo: pg_sys::FunctionCallInfo, n: usize) -> Datum {
+    // SAFETY: the caller guarantees the argument exists.
+    unsafe { pgrx::fcinfo::pg_getarg_datum_raw(fcinfo, n) }
+}
+
+/// The bytes of a varlena datum, detoasted if needed. For a short in-line
+/// value (a 72-byte bitmap, a small filter) this is a pointer into the tuple
+/// or the constant: no copy, no allocation.
+///
+/// # Safety
+/// `d` must be a non-null varlena datum valid for the current memory context.
+pub unsafe fn varlena_bytes<'a>(d: Datum) -> &'a [u8] {
+    // SAFETY: caller guarantees a valid varlena; detoast_packed returns either
+    // the same pointer or a palloc'd copy in the current memory context.
+    unsafe {
+        let v = pg_sys::pg_detoast_datum_packed(d.cast_mut_ptr());
+        let len = pgrx::varsize_any_exhdr(v);
+        let data = pgrx::vardata_any(v) as *const u8;
+        std::slice::from_raw_parts(data, len)
+    }
+}
+
+/// Reads a `bit(512)` datum. Any other length is an ERROR naming the fix.
+///
+/// # Safety
+/// `d` must be a non-null `bit`/`varbit` datum.
+pub unsafe fn bitmap_arg<'a>(d: Datum) -> &'a [u8; BITMAP_BYTES] {
+    // SAFETY: a varbit's payload is an int32 bit length then the bits.
+    let bytes = unsafe { varlena_bytes(d) };
+    let bit_len = if bytes.len() >= 4 { i32::from_ne_bytes(bytes[..4].try_into().unwrap()) } else { -1 };
+    if bit_len != BITMAP_BITS as i32 || bytes.len() != 4 + BITMAP_BYTES {
+        error(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("alerts bitmap must be bit(512), got a bit string of length {bit_len}"),
+            "pass the column filled by alerts_bloom() or alerts_bloom_trigger(), declared bit(512)",
+        );
+    }
+    bytes[4..].try_into().expect("64 bytes")
+}
+
+/// Builds a fresh `bit(512)` datum in the current memory context.
+pub fn bitmap_datum(bm: &Bitmap) -> Datum {
+    let total = pg_sys::VARHDRSZ + 4 + BITMAP_BYTES;
+    // SAFETY: palloc returns `total` writable bytes (or ERRORs); we fill the
+    // varlena header, the int32 bit length and the 64 data bytes.
+    unsafe {
+        let p = pg_sys::palloc(total) as *mut u8;
+        pgrx::set_varsize_4b(p as *mut pg_sys::varlena, total as i32);
+        std::ptr::copy_nonoverlapping((BITMAP_BITS as i32).to_ne_bytes().as_ptr(), p.add(pg_sys::VARHDRSZ), 4);
+        std::ptr::copy_nonoverlapping(bm.0.as_ptr(), p.add(pg_sys::VARHDRSZ + 4), BITMAP_BYTES);
+        Datum::from(p)
+    }
+}
+
+/// Parses a `jsonb` datum into a serde value (numbers kept exact).
+///
+/// # Safety
+/// `d` must be a non-null `jsonb` datum.
+pub unsafe fn jsonb_value(d: Datum) -> serde_json::Value {
+    // SAFETY: jsonb_out takes a jsonb datum and returns a palloc'd C string.
+    let text = unsafe {
+        let detoasted = pg_sys::pg_detoast_datum_packed(d.cast_mut_ptr());
+        let cstr = pgrx::direct_function_call::<&core::ffi::CStr>(pg_sys::jsonb_out, &[Some(Datum::from(detoasted))])
+            .expect("jsonb_out returns a string");
+        let s = cstr.to_str().map(str::to_owned);
+        pg_sys::pfree(cstr.as_ptr() as *mut std::ffi::c_void);
+        s
+    };
+    let text = match text {
+        Ok(t) => t,
+        Err(_) => error(
+            PgSqlErrorCode::ERRCODE_CHARACTER_NOT_IN_REPERTOIRE,
+            "alerts needs a UTF-8 database: jsonb text was not valid UTF-8".into(),
+            "create the database with ENCODING 'UTF8'",
+        ),
+    };
+    match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => error(
+            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
+            format!("alerts could not read this jsonb value: {e}"),
+            "values nested more than 127 levels deep are not supported; flatten the attribute",
+        ),
+    }
+}
+
+/// A `text` datum from a Rust string, in the current memory context.
+pub fn text_datum(s: &str) -> Datum {
+    // SAFETY: cstring_to_text_with_len copies `len` bytes into a new text.
+    unsafe { Datum::from(pg_sys::cstring_to_text_with_len(s.as_ptr() as *const _, s.len() as i32)) }
+}
