@@ -5,6 +5,12 @@
 -- are explicit. Internals refer to each other through @extschema@ so that a
 -- hostile search_path cannot redirect them.
 
+CREATE FUNCTION alerts_match_support(internal) RETURNS internal
+    AS 'MODULE_PATHNAME', 'alerts_match_support'
+    LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION alerts_match_support(internal) IS
+    'Planner support for alerts_bloom_match and alerts_attrs_match: selectivity estimates that keep LIMIT queries on the pagination index walk, also with generic plans.';
+
 CREATE FUNCTION alerts_bloom(attrs jsonb) RETURNS bit(512)
     AS 'MODULE_PATHNAME', 'alerts_bloom'
     LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 50;
@@ -19,13 +25,15 @@ COMMENT ON FUNCTION alerts_mask(jsonb) IS
 
 CREATE FUNCTION alerts_bloom_match(bitmap bit, filter jsonb) RETURNS boolean
     AS 'MODULE_PATHNAME', 'alerts_bloom_match'
-    LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 1;
+    LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 1
+    SUPPORT alerts_match_support;
 COMMENT ON FUNCTION alerts_bloom_match(bit, jsonb) IS
     'Fast probabilistic filter test on a bit(512) bitmap: false means the row cannot match, true that it may (confirm with alerts_attrs_match). The filter is compiled once per query; the per-row test allocates nothing.';
 
 CREATE FUNCTION alerts_attrs_match(attrs jsonb, filter jsonb) RETURNS boolean
     AS 'MODULE_PATHNAME', 'alerts_attrs_match'
-    LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 200;
+    LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 200
+    SUPPORT alerts_match_support;
 COMMENT ON FUNCTION alerts_attrs_match(jsonb, jsonb) IS
     'Exact filter test on the attributes, with the same semantics as alerts_bloom_match: {"k": v} means k equals v or is an array containing v; {"k": [a, b]} means one of a, b; several keys are ANDed; {} matches every row.';
 

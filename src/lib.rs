@@ -10,6 +10,7 @@
 mod bitmap_fns;
 mod datum;
 mod filter_cache;
+mod planner;
 mod trigger;
 mod ulid_fns;
 

@@ -18,7 +18,7 @@ crate::finfo_v1!(pg_finfo_alerts_bloom_trigger);
 
 const DEFAULT_ATTRS: &str = "attribute_values";
 const DEFAULT_BITMAP: &str = "attribute_values_bitmap";
-const USAGE: &str = "create it as: CREATE TRIGGER alerts_bloom BEFORE INSERT OR UPDATE ON <table> FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger('<jsonb column>', '<bit(512) column>')";
+const USAGE: &str = "CREATE TRIGGER alerts_bloom BEFORE INSERT OR UPDATE ON <table> FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger('<jsonb column>', '<bit(512) column>')";
 
 /// # Safety
 /// Called by Postgres through the V1 convention as a trigger.
@@ -33,7 +33,7 @@ pub unsafe extern "C-unwind" fn alerts_bloom_trigger(fcinfo: pg_sys::FunctionCal
             error(
                 PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
                 "alerts_bloom_trigger() was called outside a trigger".into(),
-                USAGE,
+                &format!("create it as: {USAGE}"),
             );
         }
         let td = ctx as *mut pg_sys::TriggerData;
@@ -48,7 +48,7 @@ pub unsafe extern "C-unwind" fn alerts_bloom_trigger(fcinfo: pg_sys::FunctionCal
             error(
                 PgSqlErrorCode::ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED,
                 format!("alerts_bloom_trigger() on \"{relname}\" must fire BEFORE INSERT OR UPDATE FOR EACH ROW"),
-                USAGE,
+                &format!("create it as: {USAGE}"),
             );
         }
         let trigger = (*td).tg_trigger;
@@ -60,7 +60,7 @@ pub unsafe extern "C-unwind" fn alerts_bloom_trigger(fcinfo: pg_sys::FunctionCal
             error(
                 PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
                 format!("alerts_bloom_trigger() on \"{relname}\" takes at most 2 arguments, got {nargs}"),
-                USAGE,
+                &format!("create it as: {USAGE}"),
             );
         }
         let attrs_col = args.first().map(String::as_str).unwrap_or(DEFAULT_ATTRS);

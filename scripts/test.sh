@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Sets everything up and runs every test: formatting and lints, the pure
+# core's unit and property tests, then the extension installed into a scratch
+# PostgreSQL 15 cluster and exercised through SQL with pg_regress.
+# Idempotent; run as root on Debian 12. ALERTS_SKIP_LINT=1 skips fmt/clippy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+PGXS=$(dirname "$($PG_CONFIG --pgxs)")
+export PGHOST=/tmp PGPORT=${ALERTS_PGPORT:-5499} PGUSER=postgres
+
+bash scripts/setup.sh
+passed=0; failed=0
+step() {  # step NAME COMMAND...: runs a step, counts it, keeps going
+  local name=$1; shift
+  echo "=== $name"
+  if "$@"; then passed=$((passed + 1)); echo "--- ok: $name"
+  else failed=$((failed + 1)); echo "--- FAILED: $name"; fi
+}
+
+if [ "${ALERTS_SKIP_LINT:-0}" != 1 ]; then
+  step "cargo fmt --check" cargo fmt --all -- --check
+  step "cargo clippy -D warnings" cargo clippy --workspace --all-targets -- -D warnings
+fi
+step "core unit and property tests (cargo test)" cargo test -p alerts-core
+step "install the extension" cargo pgrx install --release --pg-config "$PG_CONFIG"
+bash scripts/cluster.sh start
+mkdir -p target/regress
+step "SQL regression tests (pg_regress)" "$PGXS/../test/regress/pg_regress" \
+  --host=/tmp --port="$PGPORT" --user=postgres --dbname=alerts_regress \
+  --inputdir=tests --outputdir=target/regress --schedule=tests/schedule
+if [ -s target/regress/regression.diffs ]; then head -200 target/regress/regression.diffs; fi
+
+echo
+echo "tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
