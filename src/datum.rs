@@ -71,7 +71,11 @@ pub unsafe fn varlena_bytes<'a>(d: Datum) -> &'a [u8] {
 pub unsafe fn bitmap_arg<'a>(d: Datum) -> &'a [u8; BITMAP_BYTES] {
     // SAFETY: a varbit's payload is an int32 bit length then the bits.
     let bytes = unsafe { varlena_bytes(d) };
-    let bit_len = if bytes.len() >= 4 { i32::from_ne_bytes(bytes[..4].try_into().unwrap()) } else { -1 };
+    let bit_len = if bytes.len() >= 4 {
+        i32::from_ne_bytes(bytes[..4].try_into().unwrap())
+    } else {
+        -1
+    };
     if bit_len != BITMAP_BITS as i32 || bytes.len() != 4 + BITMAP_BYTES {
         error(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
@@ -90,7 +94,11 @@ pub fn bitmap_datum(bm: &Bitmap) -> Datum {
     unsafe {
         let p = pg_sys::palloc(total) as *mut u8;
         pgrx::set_varsize_4b(p as *mut pg_sys::varlena, total as i32);
-        std::ptr::copy_nonoverlapping((BITMAP_BITS as i32).to_ne_bytes().as_ptr(), p.add(pg_sys::VARHDRSZ), 4);
+        std::ptr::copy_nonoverlapping(
+            (BITMAP_BITS as i32).to_ne_bytes().as_ptr(),
+            p.add(pg_sys::VARHDRSZ),
+            4,
+        );
         std::ptr::copy_nonoverlapping(bm.0.as_ptr(), p.add(pg_sys::VARHDRSZ + 4), BITMAP_BYTES);
         Datum::from(p)
     }
@@ -104,8 +112,11 @@ pub unsafe fn jsonb_value(d: Datum) -> serde_json::Value {
     // SAFETY: jsonb_out takes a jsonb datum and returns a palloc'd C string.
     let text = unsafe {
         let detoasted = pg_sys::pg_detoast_datum_packed(d.cast_mut_ptr());
-        let cstr = pgrx::direct_function_call::<&core::ffi::CStr>(pg_sys::jsonb_out, &[Some(Datum::from(detoasted))])
-            .expect("jsonb_out returns a string");
+        let cstr = pgrx::direct_function_call::<&core::ffi::CStr>(
+            pg_sys::jsonb_out,
+            &[Some(Datum::from(detoasted))],
+        )
+        .expect("jsonb_out returns a string");
         let s = cstr.to_str().map(str::to_owned);
         pg_sys::pfree(cstr.as_ptr() as *mut std::ffi::c_void);
         s
@@ -131,5 +142,10 @@ pub unsafe fn jsonb_value(d: Datum) -> serde_json::Value {
 /// A `text` datum from a Rust string, in the current memory context.
 pub fn text_datum(s: &str) -> Datum {
     // SAFETY: cstring_to_text_with_len copies `len` bytes into a new text.
-    unsafe { Datum::from(pg_sys::cstring_to_text_with_len(s.as_ptr() as *const _, s.len() as i32)) }
+    unsafe {
+        Datum::from(pg_sys::cstring_to_text_with_len(
+            s.as_ptr() as *const _,
+            s.len() as i32,
+        ))
+    }
 }

@@ -36,8 +36,10 @@ pub unsafe fn compiled<'a>(fcinfo: pg_sys::FunctionCallInfo, d: Datum) -> &'a Fi
         }
         let filter = Filter::compile(&jsonb_value(d)).or_raise();
         if cached.is_null() {
-            let p = PgMemoryContexts::For((*flinfo).fn_mcxt)
-                .leak_and_drop_on_delete(Cached { raw: raw.to_vec(), filter });
+            let p = PgMemoryContexts::For((*flinfo).fn_mcxt).leak_and_drop_on_delete(Cached {
+                raw: raw.to_vec(),
+                filter,
+            });
             (*flinfo).fn_extra = p as *mut std::ffi::c_void;
             &(*p).filter
         } else {

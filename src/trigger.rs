@@ -39,7 +39,9 @@ pub unsafe extern "C-unwind" fn alerts_bloom_trigger(fcinfo: pg_sys::FunctionCal
         let td = ctx as *mut pg_sys::TriggerData;
         let event = (*td).tg_event;
         let rel = (*td).tg_relation;
-        let relname = CStr::from_ptr((*(*rel).rd_rel).relname.data.as_ptr()).to_string_lossy().into_owned();
+        let relname = CStr::from_ptr((*(*rel).rd_rel).relname.data.as_ptr())
+            .to_string_lossy()
+            .into_owned();
         let before = event & pg_sys::TRIGGER_EVENT_TIMINGMASK == pg_sys::TRIGGER_EVENT_BEFORE;
         let row = event & pg_sys::TRIGGER_EVENT_ROW != 0;
         let op = event & pg_sys::TRIGGER_EVENT_OPMASK;
@@ -54,7 +56,11 @@ pub unsafe extern "C-unwind" fn alerts_bloom_trigger(fcinfo: pg_sys::FunctionCal
         let trigger = (*td).tg_trigger;
         let nargs = (*trigger).tgnargs as usize;
         let args: Vec<String> = (0..nargs)
-            .map(|i| CStr::from_ptr(*(*trigger).tgargs.add(i)).to_string_lossy().into_owned())
+            .map(|i| {
+                CStr::from_ptr(*(*trigger).tgargs.add(i))
+                    .to_string_lossy()
+                    .into_owned()
+            })
             .collect();
         if nargs > 2 {
             error(
@@ -66,11 +72,29 @@ pub unsafe extern "C-unwind" fn alerts_bloom_trigger(fcinfo: pg_sys::FunctionCal
         let attrs_col = args.first().map(String::as_str).unwrap_or(DEFAULT_ATTRS);
         let bitmap_col = args.get(1).map(String::as_str).unwrap_or(DEFAULT_BITMAP);
         let tupdesc = (*rel).rd_att;
-        let attrs_no = column(tupdesc, &relname, attrs_col, "attributes", &[pg_sys::JSONBOID], "jsonb");
-        let bitmap_no = column(tupdesc, &relname, bitmap_col, "bitmap", &[pg_sys::BITOID, pg_sys::VARBITOID], "bit(512)");
+        let attrs_no = column(
+            tupdesc,
+            &relname,
+            attrs_col,
+            "attributes",
+            &[pg_sys::JSONBOID],
+            "jsonb",
+        );
+        let bitmap_no = column(
+            tupdesc,
+            &relname,
+            bitmap_col,
+            "bitmap",
+            &[pg_sys::BITOID, pg_sys::VARBITOID],
+            "bit(512)",
+        );
         check_bitmap_typmod(tupdesc, bitmap_no, &relname, bitmap_col);
 
-        let tuple = if is_update { (*td).tg_newtuple } else { (*td).tg_trigtuple };
+        let tuple = if is_update {
+            (*td).tg_newtuple
+        } else {
+            (*td).tg_trigtuple
+        };
         let mut isnull = false;
         let attrs = pg_sys::SPI_getbinval(tuple, tupdesc, attrs_no, &mut isnull);
         let (value, value_null) = if isnull {

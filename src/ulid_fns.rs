@@ -8,13 +8,18 @@ use pgrx::PgSqlErrorCode;
 
 use crate::datum::{arg, error, text_datum, varlena_bytes, OrRaise};
 
-crate::finfo_v1!(pg_finfo_alerts_ulid_floor, pg_finfo_alerts_ulid_time, pg_finfo_alerts_ulid);
+crate::finfo_v1!(
+    pg_finfo_alerts_ulid_floor,
+    pg_finfo_alerts_ulid_time,
+    pg_finfo_alerts_ulid
+);
 
 fn ts_arg_ms(ts: i64) -> u64 {
     ulid::unix_ms_of_pg_timestamp(ts).unwrap_or_else(|| {
         error(
             PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
-            "timestamp is after the last time a ULID can hold (10889-08-02 05:31:50.655 UTC)".into(),
+            "timestamp is after the last time a ULID can hold (10889-08-02 05:31:50.655 UTC)"
+                .into(),
             "pass a finite timestamp before the year 10889",
         )
     })
@@ -70,4 +75,3 @@ pub unsafe extern "C-unwind" fn alerts_ulid(fcinfo: pg_sys::FunctionCallInfo) ->
     let s = ulid::encode(ms, u128::from_le_bytes(buf));
     text_datum(std::str::from_utf8(&s).expect("ascii"))
 }
-

@@ -99,7 +99,11 @@ impl Bitmap {
 
     /// The bitmap as a `0`/`1` string, bit 0 first, like Postgres prints `bit(512)`.
     pub fn to_bit_string(&self) -> String {
-        self.0.view_bits::<Msb0>().iter().map(|b| if *b { '1' } else { '0' }).collect()
+        self.0
+            .view_bits::<Msb0>()
+            .iter()
+            .map(|b| if *b { '1' } else { '0' })
+            .collect()
     }
 
     /// Native-endian words for the allocation-free per-row test; masks are

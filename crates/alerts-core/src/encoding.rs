@@ -43,13 +43,29 @@ pub fn write_element(out: &mut Vec<u8>, key: &str, tag: u8, value: &[u8]) {
 pub fn encode_value(v: &Value) -> Result<Option<EncodedValue>, Error> {
     Ok(Some(match v {
         Value::Null => return Ok(None),
-        Value::Bool(b) => EncodedValue { tag: b'b', bytes: if *b { b"true".to_vec() } else { b"false".to_vec() } },
-        Value::Number(n) => EncodedValue { tag: b'n', bytes: canonical_number(&n.to_string())?.into_bytes() },
-        Value::String(s) => EncodedValue { tag: b's', bytes: s.as_bytes().to_vec() },
+        Value::Bool(b) => EncodedValue {
+            tag: b'b',
+            bytes: if *b {
+                b"true".to_vec()
+            } else {
+                b"false".to_vec()
+            },
+        },
+        Value::Number(n) => EncodedValue {
+            tag: b'n',
+            bytes: canonical_number(&n.to_string())?.into_bytes(),
+        },
+        Value::String(s) => EncodedValue {
+            tag: b's',
+            bytes: s.as_bytes().to_vec(),
+        },
         Value::Array(_) | Value::Object(_) => {
             let mut s = String::new();
             canonical_json(v, &mut s)?;
-            EncodedValue { tag: b'j', bytes: s.into_bytes() }
+            EncodedValue {
+                tag: b'j',
+                bytes: s.into_bytes(),
+            }
         }
     }))
 }
@@ -275,8 +291,14 @@ mod tests {
         for bad in ["", "-", "1.", ".5", "1e", "1x", "NaN", "Infinity", "+1"] {
             assert!(canonical_number(bad).is_err(), "{bad}");
         }
-        assert_eq!(canonical_number("1e999999999999").unwrap_err().kind, ErrorKind::OutOfRange);
-        assert_eq!(canonical_number("1e-999999999999").unwrap_err().kind, ErrorKind::OutOfRange);
+        assert_eq!(
+            canonical_number("1e999999999999").unwrap_err().kind,
+            ErrorKind::OutOfRange
+        );
+        assert_eq!(
+            canonical_number("1e-999999999999").unwrap_err().kind,
+            ErrorKind::OutOfRange
+        );
     }
 
     #[test]
@@ -295,8 +317,14 @@ mod tests {
     fn elements_follow_the_documented_rules() {
         let attrs = json!({"t": "x", "f": ["a", null, 1, {"z": 1, "a": [2.0]}], "n": null, "o": {"b": true}});
         let mut seen = Vec::new();
-        for_each_element(&attrs, |k, e| seen.push((k.to_string(), e.tag, String::from_utf8(e.bytes.clone()).unwrap())))
-            .unwrap();
+        for_each_element(&attrs, |k, e| {
+            seen.push((
+                k.to_string(),
+                e.tag,
+                String::from_utf8(e.bytes.clone()).unwrap(),
+            ))
+        })
+        .unwrap();
         seen.sort();
         assert_eq!(
             seen,

@@ -24,7 +24,11 @@ pub enum ErrorKind {
 
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>, hint: impl Into<String>) -> Self {
-        Error { kind, message: message.into(), hint: hint.into() }
+        Error {
+            kind,
+            message: message.into(),
+            hint: hint.into(),
+        }
     }
 }
 

@@ -75,16 +75,29 @@ impl Filter {
                 Value::Null => return Err(null_error(key)),
                 _ => vec![encode_value(v)?.expect("non-null encodes")],
             };
-            clauses.push(Clause { key: key.clone(), values });
+            clauses.push(Clause {
+                key: key.clone(),
+                values,
+            });
         }
-        let mut f = Filter { clauses, all: [0; 8], any: Vec::new(), never: false };
+        let mut f = Filter {
+            clauses,
+            all: [0; 8],
+            any: Vec::new(),
+            never: false,
+        };
         let mut buf = Vec::with_capacity(64);
         let mut all = Bitmap::default();
         for c in &f.clauses {
             match c.values.len() {
                 0 => f.never = true,
                 1 => all.union_with(&value_mask(&mut buf, &c.key, &c.values[0])),
-                _ => f.any.push(c.values.iter().map(|v| value_mask(&mut buf, &c.key, v).words()).collect()),
+                _ => f.any.push(
+                    c.values
+                        .iter()
+                        .map(|v| value_mask(&mut buf, &c.key, v).words())
+                        .collect(),
+                ),
             }
         }
         f.all = all.words();
@@ -123,12 +136,11 @@ impl Filter {
         if self.never {
             return false;
         }
-        for i in 0..w.len() {
-            if w[i] & self.all[i] != self.all[i] {
-                return false;
-            }
-        }
-        self.any.iter().all(|alts| alts.iter().any(|m| (0..w.len()).all(|i| w[i] & m[i] == m[i])))
+        covers(w, &self.all)
+            && self
+                .any
+                .iter()
+                .all(|alts| alts.iter().any(|m| covers(w, m)))
     }
 
     /// The probabilistic test on the 64 bitmap bytes.
@@ -141,7 +153,9 @@ impl Filter {
     pub fn exact_match(&self, attrs: &Value) -> Result<bool, Error> {
         let obj = attributes_object(attrs)?;
         for c in &self.clauses {
-            let Some(v) = obj.get(&c.key) else { return Ok(false) };
+            let Some(v) = obj.get(&c.key) else {
+                return Ok(false);
+            };
             let hit = match v {
                 Value::Array(items) => {
                     let mut hit = false;
@@ -166,6 +180,12 @@ impl Filter {
         }
         Ok(true)
     }
+}
+
+/// Every bit of `mask` is set in `w`.
+#[inline(always)]
+fn covers(w: &Words, mask: &Words) -> bool {
+    w.iter().zip(mask).all(|(a, m)| a & m == *m)
 }
 
 fn value_mask(buf: &mut Vec<u8>, key: &str, v: &EncodedValue) -> Bitmap {
@@ -231,7 +251,15 @@ mod tests {
 
     #[test]
     fn bad_filters() {
-        for f in [json!([]), json!("x"), json!(1), json!(null), json!({"a": null}), json!({"a": [[1]]}), json!({"a": [null]})] {
+        for f in [
+            json!([]),
+            json!("x"),
+            json!(1),
+            json!(null),
+            json!({"a": null}),
+            json!({"a": [[1]]}),
+            json!({"a": [null]}),
+        ] {
             let e = Filter::compile(&f).unwrap_err();
             assert_eq!(e.kind, ErrorKind::InvalidParameter, "{f}");
         }

@@ -37,7 +37,10 @@ pub fn decode(s: &str) -> Result<(u64, u128), Error> {
     if s.len() != LEN {
         return Err(Error::new(
             ErrorKind::InvalidText,
-            format!("\"{shown}\" is not a ULID: it has {} characters, a ULID has 26", s.chars().count()),
+            format!(
+                "\"{shown}\" is not a ULID: it has {} characters, a ULID has 26",
+                s.chars().count()
+            ),
             "a ULID is 26 characters of Crockford base32, for example 01ARZ3NDEKTSV4RRFFQ69G5FAV",
         ));
     }
@@ -46,7 +49,10 @@ pub fn decode(s: &str) -> Result<(u64, u128), Error> {
         let d = value_of(b).ok_or_else(|| {
             Error::new(
                 ErrorKind::InvalidText,
-                format!("\"{shown}\" is not a ULID: character {} is not Crockford base32", i + 1),
+                format!(
+                    "\"{shown}\" is not a ULID: character {} is not Crockford base32",
+                    i + 1
+                ),
                 "ULIDs use the digits 0-9 and the letters A-Z without I, L, O and U",
             )
         })?;
@@ -107,7 +113,10 @@ mod tests {
     #[test]
     fn known_vectors() {
         // From the ULID spec: ulid(1469918176385) = 01ARYZ6S41TSV4RRFFQ69G5FAV.
-        assert_eq!(decode("01ARYZ6S41TSV4RRFFQ69G5FAV").unwrap().0, 1469918176385);
+        assert_eq!(
+            decode("01ARYZ6S41TSV4RRFFQ69G5FAV").unwrap().0,
+            1469918176385
+        );
         assert_eq!(&floor(1469918176385), b"01ARYZ6S410000000000000000");
         assert_eq!(&floor(0), b"00000000000000000000000000");
         assert_eq!(&encode(MAX_MS, u128::MAX), b"7ZZZZZZZZZZZZZZZZZZZZZZZZZ");
@@ -128,7 +137,15 @@ mod tests {
 
     #[test]
     fn malformed() {
-        for bad in ["", "01ARYZ6S41", "01ARYZ6S41TSV4RRFFQ69G5FAVX", "01ARYZ6S41TSV4RRFFQ69G5FAU", "81ARYZ6S41TSV4RRFFQ69G5FAV", "01ARYZ6S41TSV4RRFFQ69G5FA!", "01ARYZ6S41TSV4RRFFQ69G5FÀ"] {
+        for bad in [
+            "",
+            "01ARYZ6S41",
+            "01ARYZ6S41TSV4RRFFQ69G5FAVX",
+            "01ARYZ6S41TSV4RRFFQ69G5FAU",
+            "81ARYZ6S41TSV4RRFFQ69G5FAV",
+            "01ARYZ6S41TSV4RRFFQ69G5FA!",
+            "01ARYZ6S41TSV4RRFFQ69G5FÀ",
+        ] {
             assert!(decode(bad).is_err(), "{bad}");
         }
     }

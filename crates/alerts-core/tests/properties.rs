@@ -8,7 +8,9 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Map, Value};
 
-const KEYS: [&str; 8] = ["team", "service", "feature", "env", "region", "owner", "a:b", "ключ"];
+const KEYS: [&str; 8] = [
+    "team", "service", "feature", "env", "region", "owner", "a:b", "ключ",
+];
 
 fn random_value(rng: &mut StdRng) -> Value {
     match rng.gen_range(0..10) {
@@ -25,7 +27,11 @@ fn random_attrs(rng: &mut StdRng) -> Value {
     let keys: Vec<&str> = KEYS.choose_multiple(rng, count).copied().collect();
     for k in keys {
         let v = if rng.gen_bool(0.3) {
-            Value::Array((0..rng.gen_range(0..4)).map(|_| random_value(rng)).collect())
+            Value::Array(
+                (0..rng.gen_range(0..4))
+                    .map(|_| random_value(rng))
+                    .collect(),
+            )
         } else if rng.gen_bool(0.02) {
             Value::Null
         } else {
@@ -55,7 +61,9 @@ fn filter_from(rng: &mut StdRng, attrs: &Value) -> (Value, bool) {
             other => other.clone(),
         };
         if rng.gen_bool(0.4) {
-            let mut alts: Vec<Value> = (0..rng.gen_range(0..3)).map(|_| random_value(rng)).collect();
+            let mut alts: Vec<Value> = (0..rng.gen_range(0..3))
+                .map(|_| random_value(rng))
+                .collect();
             alts.push(picked);
             alts.shuffle(rng);
             f.insert(k.clone(), Value::Array(alts));
@@ -86,14 +94,20 @@ fn no_false_negatives_on_a_million_rows() {
         let f = Filter::compile(&filter).unwrap();
         let exact = f.exact_match(&attrs).unwrap();
         if i % 4 != 2 && drawn {
-            assert!(exact, "a filter drawn from the row must match: {attrs} {filter}");
+            assert!(
+                exact,
+                "a filter drawn from the row must match: {attrs} {filter}"
+            );
         }
         if exact {
             exact_hits += 1;
             assert!(f.bloom_match(&bm.0), "false negative: {attrs} {filter}");
         }
     }
-    assert!(exact_hits > 500_000, "the generator should mostly draw matching filters, got {exact_hits}");
+    assert!(
+        exact_hits > 500_000,
+        "the generator should mostly draw matching filters, got {exact_hits}"
+    );
 }
 
 /// Measured false-positive rate of single-value tests at n elements per row,
@@ -105,7 +119,10 @@ fn measured_fp_rate(n: usize, rows: usize, probes: usize, seed: u64) -> f64 {
     for r in 0..rows {
         let mut m = Map::new();
         for e in 0..n {
-            m.insert(format!("k{e}"), json!(format!("row{r}-{}", rng.gen::<u32>())));
+            m.insert(
+                format!("k{e}"),
+                json!(format!("row{r}-{}", rng.gen::<u32>())),
+            );
         }
         let bm = bloom(&Value::Object(m)).unwrap();
         let w = words_of(&bm.0);
@@ -132,11 +149,18 @@ fn measured_fp_rate(n: usize, rows: usize, probes: usize, seed: u64) -> f64 {
 
 #[test]
 fn false_positive_rate_matches_the_formula() {
-    for (n, rows, probes) in [(53usize, 2_000usize, 2_000usize), (30, 2_000, 20_000), (10, 4_000, 50_000)] {
+    for (n, rows, probes) in [
+        (53usize, 2_000usize, 2_000usize),
+        (30, 2_000, 20_000),
+        (10, 4_000, 50_000),
+    ] {
         let measured = measured_fp_rate(n, rows, probes, 7 + n as u64);
         let formula = expected_fp_rate(n as f64);
         let ratio = measured / formula;
         println!("n={n}: measured {measured:.3e}, formula {formula:.3e}, ratio {ratio:.2}");
-        assert!((1.0 / 1.5..=1.5).contains(&ratio), "n={n}: measured {measured:.3e} vs formula {formula:.3e}");
+        assert!(
+            (1.0 / 1.5..=1.5).contains(&ratio),
+            "n={n}: measured {measured:.3e} vs formula {formula:.3e}"
+        );
     }
 }
