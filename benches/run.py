@@ -1,0 +1,494 @@
+#!/usr/bin/env python3
+"""Benchmark driver: builds the data, every method's structures, checks that
+all methods return the same rows, times every scenario with pgbench and
+prints a table, in one run so that ratios are comparable.
+
+    python3 benches/run.py --size smoke|full|xl [--seconds S] [--out DIR]
+
+Needs the scratch cluster (scripts/cluster.sh) and the extension installed;
+`bash benches/run.sh` does both first. Standard library only.
+"""
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SIZES = {
+    # total rows, large / medium / small tenant
+    "smoke": dict(total=100_000, large=40_000, medium=10_000, small=2_000),
+    "full": dict(total=5_000_000, large=1_000_000, medium=100_000, small=10_000),
+    "xl": dict(total=20_000_000, large=4_000_000, medium=1_000_000, small=100_000),
+}
+ARRAY_ATTRS = {"feature"}  # attributes the generator stores as arrays
+
+PG = dict(host=os.environ.get("PGHOST", "/tmp"), port=os.environ.get("PGPORT", "5499"), user="postgres")
+
+
+def psql(db, sql, *, quiet=False):
+    """Runs SQL, returns rows as lists of strings."""
+    out = subprocess.run(
+        ["psql", "-X", "-q", "-At", "-F", "\x1f", "-v", "ON_ERROR_STOP=1",
+         "-h", PG["host"], "-p", PG["port"], "-U", PG["user"], "-d", db, "-c", sql],
+        check=True, capture_output=True, text=True)
+    return [line.split("\x1f") for line in out.stdout.splitlines() if line]
+
+
+def psql_file(db, path, variables=None):
+    args = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", PG["host"], "-p", PG["port"],
+            "-U", PG["user"], "-d", db, "-f", str(path)]
+    for k, v in (variables or {}).items():
+        args += ["-v", f"{k}={v}"]
+    subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+
+
+def lit(s):
+    return "'" + s.replace("'", "''") + "'"
+
+
+# --- data ------------------------------------------------------------------
+
+def build(db, size, anchor):
+    exists = psql("postgres", f"SELECT 1 FROM pg_database WHERE datname = {lit(db)}")
+    if exists:
+        meta = psql(db, "SELECT to_regclass('bench_meta') IS NOT NULL")[0][0] == "t" and \
+            psql(db, "SELECT size, anchor FROM bench_meta")
+        if meta and meta[0][0] == size:
+            print(f"bench: reusing database {db} (built for {size}, anchor {meta[0][1]})")
+            return meta[0][1]
+        psql("postgres", f"DROP DATABASE {db}")
+    psql("postgres", f"CREATE DATABASE {db}")
+    t0 = time.time()
+    psql_file(db, ROOT / "benches/sql/schema.sql")
+    params = dict(SIZES[size], anchor=anchor)
+    psql_file(db, ROOT / "benches/sql/generate.sql", params)
+    t1 = time.time()
+    psql_file(db, ROOT / "benches/sql/peers.sql")
+    t2 = time.time()
+    psql(db, f"CREATE TABLE bench_meta AS SELECT {lit(size)}::text AS size, {lit(anchor)}::text AS anchor")
+    print(f"bench: generated {size} in {t1 - t0:.0f} s, peer structures in {t2 - t1:.0f} s")
+    return anchor
+
+
+# --- scenarios ----------------------------------------------------------------
+
+def value(db, org, attr, cls):
+    return psql(db, f"SELECT bench_value({lit(org)}, {lit(attr)}, {cls})")[0][0]
+
+
+def key(db, org, attr):
+    return psql(db, f"SELECT bench_key({lit(org)}, {lit(attr)})")[0][0]
+
+
+def scenarios(db, size):
+    orgs = {r[0]: r[1] for r in psql(db, "SELECT role, org FROM bench_orgs WHERE role <> 'other'")}
+    out = []
+
+    def filt(org, spec):
+        """spec: [(attr, [class or 'none', ...])] -> (filter dict, clauses)."""
+        f, clauses = {}, []
+        for attr, classes in spec:
+            k = key(db, org, attr)
+            vals = [value(db, org, attr, c) if c != "none" else "NOPE" for c in classes]
+            f[k] = vals[0] if len(vals) == 1 else vals
+            clauses.append((k, vals, attr in ARRAY_ATTRS))
+        return f, clauses
+
+    sel = [("50%", 0), ("1%", 1), ("0.05%", 2), ("0.005%", 3), ("none", "none")]
+    base = dict(page=1, window="30d", limit=50, priority=False)
+    for role in ("large", "medium", "small"):
+        for label, c in sel:
+            f, cl = filt(orgs[role], [("team", [c])])
+            out.append(dict(base, name=f"{role} team {label}", tenant=role, org=orgs[role], filter=f, clauses=cl,
+                            core=True))
+    org = orgs["large"]
+    shapes = [
+        ("one-of 1%|0.05%", [("team", [1, 2])]),
+        ("2 attrs 50%x50%", [("team", [0]), ("environment", [0])]),
+        ("2 attrs 50%x0.05%", [("team", [0]), ("region", [2])]),
+        ("3 attrs 50%x50%x1%", [("team", [0]), ("environment", [0]), ("feature", [1])]),
+    ]
+    for label, spec in shapes:
+        f, cl = filt(org, spec)
+        out.append(dict(base, name=f"large {label}", tenant="large", org=org, filter=f, clauses=cl, core=False))
+    for label, c in (("50%", 0), ("0.05%", 2)):
+        f, cl = filt(org, [("team", [c])])
+        common = dict(base, tenant="large", org=org, filter=f, clauses=cl, core=False)
+        out.append(dict(common, name=f"large team {label} +priority", priority=True))
+        out.append(dict(common, name=f"large team {label} page 20", page=20))
+        out.append(dict(common, name=f"large team {label} unbounded", window="all"))
+        out.append(dict(common, name=f"large team {label} batch 500", limit=500))
+    return out
+
+
+# --- methods --------------------------------------------------------------------
+
+def gin_expr(clauses):
+    parts = []
+    for k, vals, is_array in clauses:
+        alts = [f"attribute_values @> {lit(json.dumps({k: [v] if is_array else v}))}" for v in vals]
+        parts.append("(" + " OR ".join(alts) + ")")
+    return " AND ".join(parts) or "true"
+
+
+def exact_expr(clauses):
+    """Exact check that no index can serve: containment on the extracted value."""
+    parts = []
+    for k, vals, _ in clauses:
+        alts = [f"(attribute_values -> {lit(k)}) @> {lit(json.dumps(v))}" for v in vals]
+        parts.append("(" + " OR ".join(alts) + ")")
+    return " AND ".join(parts) or "true"
+
+
+def tags_expr(clauses, col="tags"):
+    parts = []
+    for k, vals, _ in clauses:
+        arr = "ARRAY[" + ",".join(lit(f"{k}={v}") for v in vals) + "]"
+        parts.append(f"{col} @> {arr}" if len(vals) == 1 else f"{col} && {arr}")
+    return " AND ".join(parts) or "true"
+
+
+def masks(db, clauses):
+    out = []
+    for k, vals, _ in clauses:
+        ms = [psql(db, f"SELECT alerts_mask({lit(json.dumps({k: v}))})::text")[0][0] for v in vals]
+        out.append(ms)
+    return out
+
+
+def method_sql(m, s, db):
+    f = lit(json.dumps(s["filter"]))
+    since = "now() - interval '30 days'" if s["window"] == "30d" else "'-infinity'::timestamptz"
+    cursor = f" AND id < {lit(s['cursor'])}" if s.get("cursor") else ""
+    prio = " AND priority_id IN (1, 2)" if s["priority"] else ""
+    head = (f"SELECT * FROM alerts WHERE organisation_id = {lit(s['org'])} "
+            f"AND id >= alerts_ulid_floor({since}){cursor}{prio}")
+    tail = f" ORDER BY id DESC LIMIT {s['limit']}"
+    if m in ("gin", "gin_all"):
+        return f"{head} AND {gin_expr(s['clauses'])}{tail}"
+    if m == "gin_tags":
+        return f"{head} AND {tags_expr(s['clauses'])}{tail}"
+    if m == "rum":
+        cur = f" AND created_at < {lit(s['cursor_ts'])}" if s.get("cursor_ts") else ""
+        win = " AND created_at >= now() - interval '30 days'" if s["window"] == "30d" else ""
+        return (f"SELECT * FROM alerts WHERE {tags_expr(s['clauses'])} AND organisation_id = {lit(s['org'])}"
+                f"{win}{cur}{prio} ORDER BY created_at <=| now() LIMIT {s['limit']}")
+    if m == "sql_bloom":
+        conds = []
+        for ms in masks(db, s["clauses"]):
+            conds.append("(" + " OR ".join(
+                f"attribute_values_bitmap & B'{x}' = B'{x}'" for x in ms) + ")")
+        bloom = " AND ".join(conds) or "true"
+        return f"{head} AND {bloom} AND {exact_expr(s['clauses'])}{tail}"
+    if m == "ext":
+        return (f"{head} AND alerts_bloom_match(attribute_values_bitmap, {f}) "
+                f"AND alerts_attrs_match(attribute_values, {f}){tail}")
+    if m == "ext_ios":
+        inner = (f"SELECT id FROM alerts WHERE organisation_id = {lit(s['org'])} "
+                 f"AND id >= alerts_ulid_floor({since}){cursor} "
+                 f"AND alerts_bloom_match(attribute_values_bitmap, {f}) ORDER BY id DESC")
+        return (f"SELECT a.* FROM ({inner}) c CROSS JOIN LATERAL "
+                f"(SELECT * FROM alerts a WHERE a.id = c.id AND alerts_attrs_match(a.attribute_values, {f}){prio}) a "
+                f"ORDER BY c.id DESC LIMIT {s['limit']}")
+    if m == "search":
+        if s["priority"]:
+            return None  # alerts_search has no column filters
+        since_arg = "now() - interval '30 days'" if s["window"] == "30d" else "'-infinity'"
+        before = lit(s["cursor"]) if s.get("cursor") else "NULL"
+        return (f"SELECT * FROM alerts_search(NULL::alerts, {lit(s['org'])}, {f}, {since_arg}, {before}, "
+                f"{s['limit']})")
+    raise ValueError(m)
+
+
+METHODS = ["gin", "gin_all", "gin_tags", "rum", "sql_bloom", "ext", "ext_ios", "search"]
+PGOPTIONS = {"gin_all": "-c enable_indexscan=off -c enable_indexonlyscan=off"}
+LABELS = {
+    "gin": "GIN jsonb_path_ops (planner)",
+    "gin_all": "GIN, reads all matches + sort",
+    "gin_tags": "GIN on text[] tags",
+    "rum": "RUM tags + created_at",
+    "sql_bloom": "plain-SQL bloom (article)",
+    "ext": "alerts_bloom_match walk",
+    "ext_ios": "alerts index-only walk",
+    "search": "alerts_search()",
+}
+
+
+def oracle(db, s):
+    """Ids of the exact answer, and cursors for page 20."""
+    since = "now() - interval '30 days'" if s["window"] == "30d" else "'-infinity'::timestamptz"
+    prio = " AND priority_id IN (1, 2)" if s["priority"] else ""
+    rows = psql(db, f"SELECT id, created_at FROM alerts WHERE organisation_id = {lit(s['org'])} "
+                    f"AND id >= alerts_ulid_floor({since}){prio} AND {exact_expr(s['clauses'])} ORDER BY id DESC")
+    return rows
+
+
+def run_query(db, m, sql):
+    env = dict(os.environ, PGOPTIONS=PGOPTIONS.get(m, ""))
+    out = subprocess.run(["psql", "-X", "-At", "-h", PG["host"], "-p", PG["port"], "-U", PG["user"], "-d", db,
+                          "-c", f"SELECT id FROM ({sql}) q"], check=True, capture_output=True, text=True, env=env)
+    return out.stdout.split()
+
+
+def pgbench(db, m, sql, seconds, mode, clients, workdir):
+    script = workdir / "q.sql"
+    script.write_text(sql + ";\n")
+    for p in workdir.glob("pgbench_log*"):
+        p.unlink()
+    env = dict(os.environ, PGOPTIONS=PGOPTIONS.get(m, ""))
+    res = subprocess.run(["pgbench", "-n", "-h", PG["host"], "-p", PG["port"], "-U", PG["user"],
+                          "-M", mode, "-c", str(clients), "-j", str(clients), "-T", str(seconds),
+                          "-l", "--log-prefix", str(workdir / "pgbench_log"), "-f", str(script), db],
+                         capture_output=True, text=True, env=env)
+    if res.returncode != 0:
+        raise RuntimeError(f"pgbench failed for {m}: {res.stderr[-2000:]}")
+    lat = []
+    for p in workdir.glob("pgbench_log*"):
+        for line in p.read_text().splitlines():
+            f = line.split()
+            if len(f) >= 3:
+                lat.append(int(f[2]) / 1000.0)  # microseconds -> ms
+    lat.sort()
+
+    def pct(q):
+        return lat[min(len(lat) - 1, int(q * len(lat)))] if lat else float("nan")
+
+    return dict(n=len(lat), tps=len(lat) / seconds, p50=pct(0.50), p95=pct(0.95), p99=pct(0.99),
+                mean=statistics.fmean(lat) if lat else float("nan"))
+
+
+# --- write path -------------------------------------------------------------------
+
+WRITE_VARIANTS = {
+    "no bitmap": "",
+    "trigger": "trigger",
+    "generated column": "generated",
+    "trigger + GIN": "trigger,gin",
+    "no bitmap + GIN": "gin",
+    "trigger + RUM": "trigger,rum",
+}
+
+
+def write_bench(db, seconds, workdir):
+    psql(db, "DROP TABLE IF EXISTS w_pool; CREATE TABLE w_pool AS SELECT row_number() OVER () AS k, "
+             "organisation_id, attribute_values, tags FROM (SELECT * FROM alerts ORDER BY id DESC LIMIT 10000) s; "
+             "ALTER TABLE w_pool ADD PRIMARY KEY (k)")
+    results = []
+    for label, opts in WRITE_VARIANTS.items():
+        opts = set(filter(None, opts.split(",")))
+        bitmap = "attribute_values_bitmap bit(512)" + (
+            " GENERATED ALWAYS AS (alerts_bloom(attribute_values)) STORED" if "generated" in opts else "")
+        ddl = [
+            "DROP TABLE IF EXISTS w_alerts",
+            "CREATE TABLE w_alerts (id text COLLATE \"C\" PRIMARY KEY, organisation_id text COLLATE \"C\" NOT NULL, "
+            "created_at timestamptz NOT NULL, priority_id int NOT NULL, attribute_values jsonb NOT NULL, "
+            f"tags text[], {bitmap})",
+            "CREATE INDEX ON w_alerts (organisation_id, id DESC)",
+        ]
+        if "trigger" in opts:
+            ddl.append("CREATE TRIGGER b BEFORE INSERT OR UPDATE ON w_alerts FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger()")
+        if "gin" in opts:
+            ddl.append("CREATE INDEX ON w_alerts USING gin (attribute_values jsonb_path_ops)")
+        if "rum" in opts:
+            ddl.append("CREATE INDEX ON w_alerts USING rum (tags rum_anyarray_addon_ops, created_at) "
+                       "WITH (attach = 'created_at', to = 'tags')")
+        psql(db, "; ".join(ddl))
+        sql = ("\\set k random(1, 10000)\n"
+               "INSERT INTO w_alerts (id, organisation_id, created_at, priority_id, attribute_values, tags) "
+               "SELECT alerts_ulid(), organisation_id, clock_timestamp(), 3, attribute_values, tags FROM w_pool WHERE k = :k")
+        for clients in (1, 8):
+            psql(db, "TRUNCATE w_alerts")
+            r = pgbench(db, "write", sql, seconds, "prepared", clients, workdir)
+            results.append(dict(variant=label, clients=clients, **r))
+            print(f"  write {label:18s} {clients} client(s): {r['tps']:8.0f} rows/s  p95 {r['p95']:.3f} ms", flush=True)
+    psql(db, "DROP TABLE IF EXISTS w_alerts; DROP TABLE IF EXISTS w_pool")
+    base = {r["clients"]: r["tps"] for r in results if r["variant"] == "no bitmap"}
+    for r in results:
+        r["ratio_to_no_bitmap"] = r["tps"] / base[r["clients"]] if base.get(r["clients"]) else float("nan")
+    return results
+
+
+def sizes(db):
+    rows = psql(db, """
+        SELECT c.relname, pg_relation_size(c.oid)
+        FROM pg_class c WHERE c.relname IN ('alerts', 'alerts_pkey', 'idx_alerts_pagination', 'idx_alerts_created_at',
+            'alerts_gin', 'alerts_tags_gin', 'alerts_tags_rum', 'idx_alerts_pagination_bitmap') ORDER BY 1""")
+    extra = psql(db, """SELECT sum(pg_column_size(attribute_values_bitmap)) AS bitmap_bytes,
+                               sum(pg_column_size(tags)) AS tags_bytes FROM alerts""")[0]
+    out = {r[0]: int(r[1]) for r in rows}
+    out["bitmap column (in heap)"] = int(extra[0])
+    out["tags column (in heap)"] = int(extra[1])
+    return out
+
+
+# --- output -----------------------------------------------------------------------
+
+def svg_chart(results, path):
+    """Grouped horizontal bars of p95 (log scale) per core scenario and method."""
+    import math
+    rows = [r for r in results if r["mode"] == "prepared"]
+    scen = []
+    for r in rows:
+        if r["scenario"] not in scen:
+            scen.append(r["scenario"])
+    colors = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#000000"]
+    bar, gap, left, width = 7, 10, 260, 620
+    height = len(scen) * (len(METHODS) * bar + gap) + 80
+    lo, hi = 0.01, max([r["p95"] for r in rows if r["p95"] == r["p95"]] + [1]) * 1.2
+
+    def x(v):
+        v = max(v, lo)
+        return left + (math.log10(v) - math.log10(lo)) / (math.log10(hi) - math.log10(lo)) * width
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 40}" height="{height}" '
+           'font-family="sans-serif" font-size="11">',
+           f'<text x="10" y="16" font-size="13">p95 latency per page (ms, log scale), -M prepared, 1 client</text>']
+    for i, (m, c) in enumerate(zip(METHODS, colors)):
+        out.append(f'<rect x="{10 + i * 110}" y="26" width="10" height="10" fill="{c}"/>'
+                   f'<text x="{24 + i * 110}" y="35">{LABELS[m][:16]}</text>')
+    y = 50
+    for t in (0.01, 0.1, 1, 10, 100, 1000, 10000):
+        if t <= hi:
+            out.append(f'<line x1="{x(t):.1f}" y1="45" x2="{x(t):.1f}" y2="{height - 10}" stroke="#ddd"/>'
+                       f'<text x="{x(t):.1f}" y="{height - 2}" text-anchor="middle">{t:g}</text>')
+    for s in scen:
+        out.append(f'<text x="{left - 6}" y="{y + len(METHODS) * bar / 2 + 4}" text-anchor="end">{s}</text>')
+        for m, c in zip(METHODS, colors):
+            r = next((r for r in rows if r["scenario"] == s and r["method"] == m), None)
+            if r and r["p95"] == r["p95"]:
+                out.append(f'<rect x="{left}" y="{y}" width="{x(r["p95"]) - left:.1f}" height="{bar - 1}" fill="{c}"/>')
+            y += bar
+        y += gap
+    out.append("</svg>")
+    path.write_text("\n".join(out))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", choices=SIZES, default="smoke")
+    ap.add_argument("--seconds", type=float, default=None, help="pgbench -T per cell (default 1 smoke, 5 otherwise)")
+    ap.add_argument("--write-seconds", type=float, default=None)
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--only", default="", help="substring filter on scenario names")
+    args = ap.parse_args()
+    seconds = int(args.seconds or (1 if args.size == "smoke" else 5))
+    wseconds = int(args.write_seconds or (2 if args.size == "smoke" else 10))
+    outdir = args.out or ROOT / "benches/results" / args.size
+    outdir.mkdir(parents=True, exist_ok=True)
+    db = f"alerts_bench_{args.size}"
+    anchor = time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime())
+    build(db, args.size, anchor)
+    methods = args.methods.split(",")
+    work = Path(tempfile.mkdtemp(prefix="alerts-bench-"))
+    os.chmod(work, 0o777)
+
+    results, failures = [], []
+    for s in scenarios(db, args.size):
+        if args.only and args.only not in s["name"]:
+            continue
+        want = oracle(db, s)
+        if s["page"] > 1:
+            if len(want) < (s["page"] - 1) * s["limit"]:
+                print(f"skip {s['name']}: only {len(want)} matches")
+                continue
+            cut = want[(s["page"] - 1) * s["limit"] - 1]
+            s["cursor"], s["cursor_ts"] = cut[0], cut[1]
+            want = want[(s["page"] - 1) * s["limit"]:]
+        want_ids = [r[0] for r in want[: s["limit"]]]
+        print(f"== {s['name']}: {len(want)} matches in window, page of {len(want_ids)}", flush=True)
+        for m in methods:
+            sql = method_sql(m, s, db)
+            if sql is None:
+                continue
+            got = run_query(db, m, sql)
+            ok = got == want_ids if m != "rum" else sorted(got) == sorted(want_ids)
+            if not ok:
+                failures.append((s["name"], m, len(got), len(want_ids)))
+                print(f"  {m}: WRONG ROWS ({len(got)} rows, expected {len(want_ids)})")
+                continue
+            modes = ["prepared", "simple"] if s["core"] else ["prepared"]
+            for mode in modes:
+                r = pgbench(db, m, sql, seconds, mode, 1, work)
+                results.append(dict(scenario=s["name"], tenant=s["tenant"], method=m, mode=mode,
+                                    matches=len(want), **r))
+                print(f"  {m:10s} {mode:8s} p50 {r['p50']:9.3f}  p95 {r['p95']:9.3f}  p99 {r['p99']:9.3f} ms  "
+                      f"{r['tps']:8.1f} tps", flush=True)
+    for r in results:
+        g = next((x for x in results if x["scenario"] == r["scenario"] and x["mode"] == r["mode"]
+                  and x["method"] == "gin"), None)
+        r["ratio_p95_to_gin"] = r["p95"] / g["p95"] if g and g["p95"] else float("nan")
+
+    writes = write_bench(db, wseconds, work)
+    sz = sizes(db)
+    shutil.rmtree(work, ignore_errors=True)
+
+    meta = dict(size=args.size, anchor=anchor, seconds_per_cell=seconds, cpu=os.cpu_count(),
+                postgres=psql(db, "SHOW server_version")[0][0],
+                shared_buffers=psql(db, "SHOW shared_buffers")[0][0])
+    (outdir / "results.json").write_text(json.dumps(dict(meta=meta, reads=results, writes=writes, sizes=sz,
+                                                         failures=failures), indent=1))
+    with open(outdir / "reads.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(results[0].keys()) if results else ["scenario"])
+        w.writeheader()
+        w.writerows(results)
+    svg_chart(results, outdir / "p95.svg")
+    write_table(results, writes, sz, meta, outdir / "table.md")
+    print((outdir / "table.md").read_text())
+    if failures:
+        print(f"bench: {len(failures)} method(s) returned wrong rows: {failures}")
+        sys.exit(1)
+
+
+def write_table(results, writes, sz, meta, path):
+    lines = [f"Size `{meta['size']}`, PostgreSQL {meta['postgres']}, {meta['cpu']} cores, shared_buffers "
+             f"{meta['shared_buffers']}, pgbench -T {meta['seconds_per_cell']} per cell, 1 client, -M prepared. "
+             "p95 in ms; in brackets the ratio to planner-chosen GIN (below 1 is faster than GIN).", ""]
+    scen = []
+    for r in results:
+        if r["scenario"] not in scen:
+            scen.append(r["scenario"])
+    lines.append("| scenario | matches | " + " | ".join(LABELS[m] for m in METHODS) + " |")
+    lines.append("|---|---|" + "---|" * len(METHODS))
+    for s in scen:
+        cells = []
+        matches = ""
+        for m in METHODS:
+            r = next((r for r in results if r["scenario"] == s and r["method"] == m and r["mode"] == "prepared"), None)
+            if r:
+                matches = r["matches"]
+                cells.append(f"{r['p95']:.2f} ({r['ratio_p95_to_gin']:.2g}x)")
+            else:
+                cells.append("-")
+        lines.append(f"| {s} | {matches} | " + " | ".join(cells) + " |")
+    simple = [r for r in results if r["mode"] == "simple"]
+    if simple:
+        lines += ["", "Same core scenarios with -M simple (p95 ms):", ""]
+        lines.append("| scenario | " + " | ".join(LABELS[m] for m in METHODS) + " |")
+        lines.append("|---|" + "---|" * len(METHODS))
+        for s in [x for x in scen if any(r["scenario"] == x for r in simple)]:
+            cells = []
+            for m in METHODS:
+                r = next((r for r in simple if r["scenario"] == s and r["method"] == m), None)
+                cells.append(f"{r['p95']:.2f}" if r else "-")
+            lines.append(f"| {s} | " + " | ".join(cells) + " |")
+    lines += ["", "Write path (INSERT of one alert, -M prepared):", "",
+              "| variant | clients | rows/s | p95 ms | ratio to no bitmap |", "|---|---|---|---|---|"]
+    for w in writes:
+        lines.append(f"| {w['variant']} | {w['clients']} | {w['tps']:.0f} | {w['p95']:.3f} | {w['ratio_to_no_bitmap']:.2f} |")
+    lines += ["", "Sizes:", "", "| relation | size |", "|---|---|"]
+    for k, v in sz.items():
+        lines.append(f"| {k} | {v / 1048576:.1f} MiB |")
+    path.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

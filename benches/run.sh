@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# One command for the whole benchmark: set up, build and install the
+# extension (release), start the scratch cluster, then run the driver.
+#   bash benches/run.sh --size smoke|full|xl [--seconds S]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PGHOST=/tmp PGPORT=${ALERTS_PGPORT:-5499} PGUSER=postgres
+bash scripts/setup.sh
+cargo pgrx install --release --pg-config /usr/lib/postgresql/15/bin/pg_config >/dev/null
+bash scripts/cluster.sh start
+python3 benches/run.py "$@"
