@@ -6,6 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PGHOST=/tmp PGPORT=${ALERTS_PGPORT:-5499} PGUSER=postgres
 bash scripts/setup.sh
-cargo pgrx install --release --pg-config /usr/lib/postgresql/15/bin/pg_config >/dev/null
+bash scripts/install.sh
 bash scripts/cluster.sh start
 python3 benches/run.py "$@"

@@ -9,7 +9,7 @@ export PGHOST=/tmp PGPORT=${ALERTS_PGPORT:-5499} PGUSER=postgres
 ROWS=${ALERTS_DEMO_ROWS:-300000}
 
 bash scripts/setup.sh
-cargo pgrx install --release --pg-config /usr/lib/postgresql/15/bin/pg_config >/dev/null
+bash scripts/install.sh
 bash scripts/cluster.sh start
 psql -q -d postgres -c "DROP DATABASE IF EXISTS alerts_demo" -c "CREATE DATABASE alerts_demo"
 echo "demo: generating $ROWS sample alerts"

@@ -23,7 +23,7 @@ if [ "${ALERTS_SKIP_LINT:-0}" != 1 ]; then
   step "cargo clippy -D warnings" cargo clippy --workspace --all-targets -- -D warnings
 fi
 step "core unit and property tests (cargo test)" cargo test -p alerts-core
-step "install the extension" cargo pgrx install --release --pg-config "$PG_CONFIG"
+step "install the extension" bash scripts/install.sh
 bash scripts/cluster.sh start
 mkdir -p target/regress
 step "SQL regression tests (pg_regress)" "$PGXS/../test/regress/pg_regress" \

@@ -17,6 +17,12 @@ CREATE FUNCTION alerts_bloom(attrs jsonb) RETURNS bit(512)
 COMMENT ON FUNCTION alerts_bloom(jsonb) IS
     'The 512-bit bloom bitmap of an alert''s attributes (a JSON object): 7 bits per attribute:value element, hash format version 1. ''{}'' gives all zeros.';
 
+CREATE FUNCTION alerts_bloom_reference(attrs jsonb) RETURNS bit(512)
+    AS 'MODULE_PATHNAME', 'alerts_bloom_reference'
+    LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 100;
+COMMENT ON FUNCTION alerts_bloom_reference(jsonb) IS
+    'The same bitmap as alerts_bloom, computed through the jsonb text form and a JSON parser instead of walking the binary jsonb: slower, kept as a reference to test alerts_bloom against.';
+
 CREATE FUNCTION alerts_mask(filter jsonb) RETURNS bit(512)
     AS 'MODULE_PATHNAME', 'alerts_mask'
     LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 50;
@@ -73,20 +79,6 @@ CREATE FUNCTION alerts_ulid(ts timestamptz DEFAULT clock_timestamp()) RETURNS te
 COMMENT ON FUNCTION alerts_ulid(timestamptz) IS
     'A new ULID for that time (default: now), with 80 bits from the server''s strong random source. Uppercase, so that text COLLATE "C" order is time order.';
 
-CREATE FUNCTION alerts_gin_candidates(filter jsonb, col text) RETURNS text
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    SET search_path = pg_catalog, pg_temp
-    RETURN coalesce((
-        SELECT string_agg('(' || (
-            SELECT coalesce(string_agg(format('%1$s @> %2$L::jsonb OR %1$s @> %3$L::jsonb', col,
-                                              jsonb_build_object(c.key, alt), jsonb_build_object(c.key, jsonb_build_array(alt))), ' OR '), 'false')
-            FROM jsonb_array_elements(CASE jsonb_typeof(c.value) WHEN 'array' THEN c.value ELSE jsonb_build_array(c.value) END) alt
-        ) || ')', ' AND ')
-        FROM jsonb_each(filter) c
-        WHERE jsonb_typeof(filter) = 'object'), 'true');
-COMMENT ON FUNCTION alerts_gin_candidates(jsonb, text) IS
-    'Internal to alerts_search: a jsonb containment predicate on column col that a GIN index can serve and that every exact match of filter satisfies (a superset: alerts_search rechecks exactly).';
-
 CREATE FUNCTION alerts_search(
     rel anyelement,
     organisation_id text,
@@ -95,93 +87,70 @@ CREATE FUNCTION alerts_search(
     before_id text DEFAULT NULL,
     page_size integer DEFAULT 50
 ) RETURNS SETOF anyelement
+    AS 'MODULE_PATHNAME', 'alerts_search'
+    LANGUAGE c STABLE PARALLEL RESTRICTED ROWS 50;
+COMMENT ON FUNCTION alerts_search(anyelement, text, jsonb, timestamptz, text, integer) IS
+    'An exact page of table rel (call as SELECT * FROM alerts_search(NULL::alerts, org, filter)): rows of organisation_id matching filter, newest first, id >= alerts_ulid_floor(since) and id < before_id (NULL: first page), page_size at most. Walks the pagination index (index-only with the bitmap INCLUDEd); once the filter proves rare, switches to a GIN index on attribute_values if there is one. Columns by convention: id, organisation_id, attribute_values, attribute_values_bitmap (use a view to rename).';
+
+CREATE FUNCTION alerts_bloom_stats(
+    rel regclass,
+    attrs_column name DEFAULT 'attribute_values',
+    bitmap_column name DEFAULT 'attribute_values_bitmap',
+    sample_percent double precision DEFAULT 100
+) RETURNS TABLE (
+    rows bigint,
+    elements_mean double precision,
+    elements_p99 integer,
+    elements_max integer,
+    bitmap_fill_mean double precision,
+    expected_fp_rate_p99 double precision,
+    rows_without_bitmap bigint,
+    stale_bitmaps bigint,
+    advice text
+)
     LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
     SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    tbl regclass;
-    has_gin boolean;
-    got bigint;
-    budget integer;
-    frontier text;
-    floor_id text;
-    walk text;
 BEGIN
-    SELECT t.typrelid::regclass INTO tbl FROM pg_type t WHERE t.oid = pg_typeof(rel) AND t.typrelid <> 0;
-    IF tbl IS NULL THEN
-        RAISE EXCEPTION 'alerts_search: first argument must be a table''s row type, got %', pg_typeof(rel)
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'call it as SELECT * FROM alerts_search(NULL::alerts, $1, $2)';
+    IF sample_percent IS NULL OR sample_percent <= 0 OR sample_percent > 100 THEN
+        RAISE EXCEPTION 'alerts_bloom_stats: sample_percent must be in (0, 100], got %', sample_percent
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'use 1 to sample 1% of the table''s pages on a large table';
     END IF;
-    IF organisation_id IS NULL OR filter IS NULL OR since IS NULL OR page_size IS NULL THEN
-        RAISE EXCEPTION 'alerts_search: organisation_id, filter, since and page_size must not be NULL'
-            USING ERRCODE = 'null_value_not_allowed',
-                  HINT = 'pass ''{}'' as the filter to match every alert, and leave before_id NULL for the first page';
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = rel AND attname = attrs_column AND attnum > 0 AND NOT attisdropped)
+       OR NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = rel AND attname = bitmap_column AND attnum > 0 AND NOT attisdropped) THEN
+        RAISE EXCEPTION 'alerts_bloom_stats: table % has no column % or no column %', rel, attrs_column, bitmap_column
+            USING ERRCODE = 'undefined_column',
+                  HINT = 'name the jsonb attributes column and the bit(512) bitmap column: alerts_bloom_stats(''t'', ''attrs'', ''bitmap'')';
     END IF;
-    IF page_size < 1 THEN
-        RAISE EXCEPTION 'alerts_search: page_size must be at least 1, got %', page_size
-            USING ERRCODE = 'invalid_parameter_value', HINT = 'pages are usually 50 rows';
+    EXECUTE format(
+        'WITH r AS (
+             SELECT @extschema@.alerts_bloom_elements(%2$I) AS n,
+                    bit_count(%3$I) AS fill,
+                    %3$I IS NULL AS missing,
+                    %3$I IS DISTINCT FROM @extschema@.alerts_bloom(%2$I) AS stale
+             FROM %1$s %4$s)
+         SELECT count(*), avg(n)::float8, (percentile_disc(0.99) WITHIN GROUP (ORDER BY n))::int, max(n)::int,
+                avg(fill)::float8 / 512, NULL::float8, count(*) FILTER (WHERE missing), count(*) FILTER (WHERE stale), NULL::text
+         FROM r', rel, attrs_column, bitmap_column,
+        CASE WHEN sample_percent < 100 THEN format('TABLESAMPLE SYSTEM (%s)', sample_percent) ELSE '' END)
+    INTO rows, elements_mean, elements_p99, elements_max, bitmap_fill_mean, expected_fp_rate_p99,
+         rows_without_bitmap, stale_bitmaps, advice;
+    expected_fp_rate_p99 := power(1 - exp(-7.0 * coalesce(elements_p99, 0) / 512), 7);
+    advice := concat_ws(' ',
+        CASE WHEN elements_p99 > 53 THEN format(
+            'WARNING: 1%% of rows carry %s or more attribute elements, more than the ~53 a bit(512) bitmap holds at a 1%% false-positive rate; a single-value test on them passes by chance %s%% of the time. Pages stay exact but read more rows. Move high-cardinality attributes (ids, free text) out of %I into their own columns.',
+            elements_p99, round((expected_fp_rate_p99 * 100)::numeric, 1), attrs_column) END,
+        CASE WHEN rows_without_bitmap > 0 THEN format(
+            '%s rows have no bitmap: backfill them (UPDATE %s SET %I = %I WHERE %I IS NULL, in batches) or check the trigger.',
+            rows_without_bitmap, rel, attrs_column, attrs_column, bitmap_column) END,
+        CASE WHEN stale_bitmaps > rows_without_bitmap THEN format(
+            '%s bitmaps do not match their attributes (written by another format version or without the trigger): rebuild with UPDATE %s SET %I = @extschema@.alerts_bloom(%I).',
+            stale_bitmaps - rows_without_bitmap, rel, bitmap_column, attrs_column) END);
+    IF advice = '' THEN
+        advice := 'ok: bitmaps are complete, current, and below 1% false positives for 99% of rows';
     END IF;
-    -- Validates the filter early, with the filter error message.
-    PERFORM @extschema@.alerts_bloom_match(repeat('0', 512)::bit(512), filter);
-    floor_id := @extschema@.alerts_ulid_floor(since);
-    before_id := coalesce(before_id, '8');  -- '8' sorts after every ULID
-
-    -- Phase 1: walk the newest `budget` rows of the window along the
-    -- pagination index. It reads only (organisation_id, id, bitmap): with the
-    -- bitmap INCLUDEd in the index this is an index-only scan, and the heap is
-    -- visited only for bloom candidates, to recheck and return them.
-    budget := greatest(1000, 20 * page_size);
-    walk := format(
-        'SELECT a.* FROM (SELECT c.id, @extschema@.alerts_bloom_match(c.attribute_values_bitmap, $4) AS maybe
-                          FROM %1$s c
-                          WHERE c.organisation_id = $1 AND c.id >= $2 AND c.id < $3
-                          ORDER BY c.id DESC LIMIT $6) k
-         CROSS JOIN LATERAL (SELECT * FROM %1$s a
-                             WHERE a.id = k.id AND @extschema@.alerts_attrs_match(a.attribute_values, $4)) a
-         WHERE k.maybe
-         ORDER BY k.id DESC LIMIT $5', tbl);
-    RETURN QUERY EXECUTE walk USING organisation_id, floor_id, before_id, filter, page_size, budget;
-    GET DIAGNOSTICS got = ROW_COUNT;
-    IF got >= page_size THEN
-        RETURN;
-    END IF;
-    -- Where did the walk stop? NULL: it read the whole window, the page is complete.
-    EXECUTE format('SELECT c.id FROM %1$s c WHERE c.organisation_id = $1 AND c.id >= $2 AND c.id < $3
-                    ORDER BY c.id DESC OFFSET $4 - 1 LIMIT 1', tbl)
-        INTO frontier USING organisation_id, floor_id, before_id, budget;
-    IF frontier IS NULL THEN
-        RETURN;
-    END IF;
-
-    -- Phase 2: the filter has proved rare (fewer than page_size matches in
-    -- `budget` rows). With a GIN index on attribute_values, let it find the
-    -- few candidates in the rest of the window; otherwise keep walking, now
-    -- without a budget. Both recheck exactly.
-    SELECT EXISTS (
-        SELECT 1 FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam
-        JOIN pg_attribute att ON att.attrelid = i.indrelid AND att.attnum = i.indkey[0]
-        WHERE i.indrelid = tbl AND am.amname = 'gin' AND att.attname = 'attribute_values' AND i.indisvalid)
-    INTO has_gin;
-    IF has_gin THEN
-        RETURN QUERY EXECUTE format(
-            'SELECT * FROM %1$s a
-             WHERE a.organisation_id = $1 AND a.id >= $2 AND a.id < $3 AND (%2$s)
-               AND @extschema@.alerts_attrs_match(a.attribute_values, $4)
-             ORDER BY a.id DESC LIMIT $5', tbl, @extschema@.alerts_gin_candidates(filter, 'a.attribute_values'))
-            USING organisation_id, floor_id, frontier, filter, page_size - got;
-    ELSE
-        RETURN QUERY EXECUTE format(
-            'SELECT a.* FROM (SELECT c.id FROM %1$s c
-                              WHERE c.organisation_id = $1 AND c.id >= $2 AND c.id < $3
-                                AND @extschema@.alerts_bloom_match(c.attribute_values_bitmap, $4)
-                              ORDER BY c.id DESC) k
-             CROSS JOIN LATERAL (SELECT * FROM %1$s a
-                                 WHERE a.id = k.id AND @extschema@.alerts_attrs_match(a.attribute_values, $4)) a
-             ORDER BY k.id DESC LIMIT $5', tbl)
-            USING organisation_id, floor_id, frontier, filter, page_size - got;
-    END IF;
+    RETURN NEXT;
 END
 $$;
-COMMENT ON FUNCTION alerts_search(anyelement, text, jsonb, timestamptz, text, integer) IS
-    'An exact page of table rel (call as alerts_search(NULL::alerts, org, filter)): rows of organisation_id matching filter, newest first, id >= alerts_ulid_floor(since) and id < before_id (NULL: first page), page_size at most. Walks the pagination index (index-only with the bitmap INCLUDEd); once the filter proves rare, switches to a GIN index on attribute_values if there is one. Columns by convention: id, organisation_id, attribute_values, attribute_values_bitmap (use a view to rename).';
+COMMENT ON FUNCTION alerts_bloom_stats(regclass, name, name, double precision) IS
+    'Sizing report of a table''s bitmaps: rows, attribute elements per row (mean, p99, max), bitmap fill, the expected false-positive rate at p99, rows without or with stale bitmaps, and plain-language advice. sample_percent < 100 reads a TABLESAMPLE SYSTEM sample.';

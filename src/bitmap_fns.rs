@@ -1,7 +1,7 @@
 //! `alerts_bloom`, `alerts_mask`, `alerts_bloom_match`, `alerts_attrs_match`
 //! and small helpers. See `sql/alerts.sql` for their SQL declarations.
 
-use alerts_core::bloom::{bloom, element_count};
+use alerts_core::bloom::bloom;
 use alerts_core::{Filter, FORMAT_VERSION};
 use pgrx::pg_guard;
 use pgrx::pg_sys::{self, Datum};
@@ -11,6 +11,7 @@ use crate::filter_cache::compiled;
 
 crate::finfo_v1!(
     pg_finfo_alerts_bloom,
+    pg_finfo_alerts_bloom_reference,
     pg_finfo_alerts_mask,
     pg_finfo_alerts_bloom_match,
     pg_finfo_alerts_attrs_match,
@@ -25,6 +26,19 @@ crate::finfo_v1!(
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn alerts_bloom(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    // SAFETY: STRICT, one jsonb argument.
+    bitmap_datum(&unsafe { crate::jsonb::bloom_of(arg(fcinfo, 0)) })
+}
+
+/// `alerts_bloom_reference(attrs jsonb) RETURNS bit(512)`: the same bitmap
+/// through the text path (jsonb_out + serde_json + the core's encoder), kept
+/// so tests can check the native walk against it on every row.
+///
+/// # Safety
+/// Called by Postgres through the V1 convention, declared STRICT.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn alerts_bloom_reference(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
     // SAFETY: STRICT, one jsonb argument.
     let attrs = unsafe { jsonb_value(arg(fcinfo, 0)) };
     bitmap_datum(&bloom(&attrs).or_raise())
@@ -69,8 +83,7 @@ pub unsafe extern "C-unwind" fn alerts_attrs_match(fcinfo: pg_sys::FunctionCallI
     // SAFETY: STRICT, arguments (jsonb, jsonb).
     unsafe {
         let f = compiled(fcinfo, arg(fcinfo, 1));
-        let attrs = jsonb_value(arg(fcinfo, 0));
-        Datum::from(f.exact_match(&attrs).or_raise())
+        Datum::from(crate::jsonb::exact_match_of(f, arg(fcinfo, 0)))
     }
 }
 
@@ -82,8 +95,7 @@ pub unsafe extern "C-unwind" fn alerts_attrs_match(fcinfo: pg_sys::FunctionCallI
 #[pg_guard]
 pub unsafe extern "C-unwind" fn alerts_bloom_elements(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
     // SAFETY: STRICT, one jsonb argument.
-    let attrs = unsafe { jsonb_value(arg(fcinfo, 0)) };
-    let n = element_count(&attrs).or_raise();
+    let n = unsafe { crate::jsonb::element_count_of(arg(fcinfo, 0)) };
     Datum::from(i32::try_from(n).unwrap_or(i32::MAX))
 }
 

@@ -10,7 +10,9 @@
 mod bitmap_fns;
 mod datum;
 mod filter_cache;
+mod jsonb;
 mod planner;
+mod search;
 mod trigger;
 mod ulid_fns;
 

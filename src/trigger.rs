@@ -7,12 +7,11 @@
 
 use std::ffi::CStr;
 
-use alerts_core::bloom::bloom;
 use pgrx::pg_guard;
 use pgrx::pg_sys::{self, Datum};
 use pgrx::PgSqlErrorCode;
 
-use crate::datum::{bitmap_datum, error, jsonb_value, OrRaise};
+use crate::datum::{bitmap_datum, error};
 
 crate::finfo_v1!(pg_finfo_alerts_bloom_trigger);
 
@@ -101,7 +100,7 @@ pub unsafe extern "C-unwind" fn alerts_bloom_trigger(fcinfo: pg_sys::FunctionCal
             // NULL attributes give a NULL bitmap, as the STRICT alerts_bloom() does.
             (Datum::from(0usize), true)
         } else {
-            (bitmap_datum(&bloom(&jsonb_value(attrs)).or_raise()), false)
+            (bitmap_datum(&crate::jsonb::bloom_of(attrs)), false)
         };
         let mut cols = [bitmap_no];
         let mut values = [value];

@@ -19,6 +19,13 @@ SELECT alerts_bloom('{"a": true}') = alerts_bloom('{"a": "true"}') AS bool_equal
 SELECT alerts_bloom('{"a": null, "b": [null]}') = alerts_bloom('{}') AS nulls_give_nothing;
 SELECT alerts_bloom('{"f": ["x", "y"]}') = (alerts_bloom('{"f": "x"}') | alerts_bloom('{"f": "y"}')) AS array_is_union;
 SELECT alerts_bloom_elements('{"a": 1, "f": ["x", "y", null], "n": null, "o": {"p": [1, 2]}}') AS elements;
+-- The native jsonb walk equals the text-path reference on tricky values.
+WITH v(a) AS (VALUES
+    ('{"n": 1.50, "m": -0.0, "b": [true, false, null, 1e3, 12345678901234567890.000], "o": {"z": [1.0, {"y": "x"}], "a": null}}'::jsonb),
+    ('{"s": "ключ", "": "", "arr": [[1, 2.0], {"k": 1}], "esc": "a\"b\\c\n\u0001"}'),
+    ('{"big": 1e-20, "neg": -123.4560, "zero": 0.000, "huge": 1e300}'), ('{}'))
+SELECT alerts_bloom(a) = alerts_bloom_reference(a) AS native_equals_reference, alerts_bloom_elements(a) AS elements FROM v;
+SELECT alerts_attrs_match('{"n": 1.50, "o": {"z": [1.0]}, "arr": [[1, 2.0], {"k": 1}]}', '{"n": 1.5, "o": {"z": [1]}, "arr": {"k": 1.0}}') AS exact_nested;
 -- A key containing ':' does not collide with a split elsewhere.
 SELECT alerts_bloom('{"a:b": "c"}') = alerts_bloom('{"a": "b:c"}') AS colon_collision;
 

@@ -73,9 +73,9 @@ VALUES ('7ZZZZZZZZZZZZZZZZZZZZZZZZZ', 'ORG_C', now(), 1, '{"env": "prod"}'),
 SELECT (SELECT array_agg(id ORDER BY id DESC) FROM alerts_search(NULL::alerts, 'ORG_C', '{"env": "prod"}', '-infinity', :'cursor_id', 5))
      = (SELECT array_agg(id ORDER BY id DESC) FROM (SELECT id FROM alerts WHERE organisation_id = 'ORG_C' AND id < :'cursor_id'
                                                     AND attribute_values @> '{"env": "prod"}' ORDER BY id DESC LIMIT 5) s) AS next_page_exact,
-       (SELECT id FROM alerts_search(NULL::alerts, 'ORG_C', '{"env": "prod"}', '-infinity', :'cursor_id', 1)) LIKE '%X' AS backfilled_row_first,
+       (SELECT id FROM alerts_search(NULL::alerts, 'ORG_C', '{"env": "prod"}', '-infinity', :'cursor_id', 1)) ~ '^.{27}$' AS backfilled_row_first,
        (SELECT id FROM alerts_search(NULL::alerts, 'ORG_C', '{"env": "prod"}', '-infinity', NULL, 1)) = '7ZZZZZZZZZZZZZZZZZZZZZZZZZ' AS newest_first;
-DELETE FROM alerts WHERE organisation_id = 'ORG_C' AND (id = '7ZZZZZZZZZZZZZZZZZZZZZZZZZ' OR id LIKE '%X');
+DELETE FROM alerts WHERE organisation_id = 'ORG_C' AND (id = '7ZZZZZZZZZZZZZZZZZZZZZZZZZ' OR length(id) = 27);
 
 -- Other column names through a view.
 CREATE TABLE other_names (pk text COLLATE "C" PRIMARY KEY, tenant text COLLATE "C", attrs jsonb, bm bit(512));

@@ -75,6 +75,13 @@ impl Bitmap {
         self.add_element(buf);
     }
 
+    /// Sets the bits of `(key bytes, value)`, using `buf` as scratch space.
+    #[inline]
+    pub fn add_bytes(&mut self, buf: &mut Vec<u8>, key: &[u8], tag: u8, value: &[u8]) {
+        crate::encoding::write_element_bytes(buf, key, tag, value);
+        self.add_element(buf);
+    }
+
     /// Number of set bits.
     pub fn count_ones(&self) -> u32 {
         self.0.iter().map(|b| b.count_ones()).sum()

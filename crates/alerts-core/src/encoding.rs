@@ -30,11 +30,16 @@ pub struct EncodedValue {
 
 /// Writes the element bytes of `(key, value)` into `out` (cleared first).
 pub fn write_element(out: &mut Vec<u8>, key: &str, tag: u8, value: &[u8]) {
+    write_element_bytes(out, key.as_bytes(), tag, value)
+}
+
+/// [`write_element`] with the key as its UTF-8 bytes.
+pub fn write_element_bytes(out: &mut Vec<u8>, key: &[u8], tag: u8, value: &[u8]) {
     out.clear();
     out.reserve(5 + key.len() + value.len());
     out.push(tag);
     out.extend_from_slice(&(key.len() as u32).to_be_bytes());
-    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(key);
     out.extend_from_slice(value);
 }
 
@@ -68,6 +73,36 @@ pub fn encode_value(v: &Value) -> Result<Option<EncodedValue>, Error> {
             }
         }
     }))
+}
+
+/// The JSON value an encoded value stands for (equal, under the filter
+/// semantics, to the value it was encoded from).
+pub fn decode_value(e: &EncodedValue) -> Result<Value, Error> {
+    let text = std::str::from_utf8(&e.bytes).map_err(|_| {
+        Error::new(
+            ErrorKind::InvalidParameter,
+            "encoded value is not UTF-8",
+            "report this as a bug",
+        )
+    })?;
+    Ok(match e.tag {
+        b's' => Value::String(text.to_string()),
+        b'b' => Value::Bool(text == "true"),
+        b'n' | b'j' => serde_json::from_str(text).map_err(|err| {
+            Error::new(
+                ErrorKind::InvalidParameter,
+                format!("encoded value is not JSON: {err}"),
+                "report this as a bug",
+            )
+        })?,
+        other => {
+            return Err(Error::new(
+                ErrorKind::InvalidParameter,
+                format!("unknown element tag {other}"),
+                "report this as a bug",
+            ))
+        }
+    })
 }
 
 /// Calls `f(key, value)` for every element of an attributes object, in the
@@ -299,6 +334,22 @@ mod tests {
             canonical_number("1e-999999999999").unwrap_err().kind,
             ErrorKind::OutOfRange
         );
+    }
+
+    #[test]
+    fn decode_inverts_encode() {
+        for v in [
+            json!("x"),
+            json!(1.50),
+            json!(-0),
+            json!(true),
+            json!({"b": [1, {"c": null}], "a": "z"}),
+            json!([1, "2"]),
+        ] {
+            let e = encode_value(&v).unwrap().unwrap();
+            let back = decode_value(&e).unwrap();
+            assert_eq!(encode_value(&back).unwrap().unwrap(), e, "{v}");
+        }
     }
 
     #[test]

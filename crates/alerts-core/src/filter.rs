@@ -25,6 +25,16 @@ pub struct Clause {
     pub values: Vec<EncodedValue>,
 }
 
+impl Clause {
+    /// The clause accepts the encoded value `(tag, bytes)`. Allocation-free.
+    #[inline]
+    pub fn contains(&self, tag: u8, bytes: &[u8]) -> bool {
+        self.values
+            .binary_search_by(|e| (e.tag, e.bytes.as_slice()).cmp(&(tag, bytes)))
+            .is_ok()
+    }
+}
+
 /// A compiled filter.
 #[derive(Debug, Clone)]
 pub struct Filter {

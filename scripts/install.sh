@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds the extension (release) and installs it into PostgreSQL 15. Each file
+# is written beside its target and renamed over it, so backends that have the
+# old library mapped keep running and new ones load the new one (a copy in
+# place can crash a live backend).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
+cargo pgrx package --pg-config "$PG_CONFIG" >/dev/null
+pkg=target/release/alerts-pg15
+libdir=$("$PG_CONFIG" --pkglibdir)
+extdir=$("$PG_CONFIG" --sharedir)/extension
+place() {  # place SRC DIR
+  local name; name=$(basename "$1")
+  install -m 0644 "$1" "$2/.$name.new"
+  mv -f "$2/.$name.new" "$2/$name"
+}
+place "$pkg$libdir/alerts.so" "$libdir"
+chmod 0755 "$libdir/alerts.so"
+for f in "$pkg$extdir"/alerts*; do place "$f" "$extdir"; done
+for f in sql/alerts--*--*.sql; do [ -e "$f" ] && place "$f" "$extdir"; done
+echo "install: alerts installed into $libdir and $extdir"

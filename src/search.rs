@@ -1,0 +1,423 @@
+//! `alerts_search(rel anyelement, organisation_id, filter, since, before_id,
+//! page_size) RETURNS SETOF anyelement`: exact pages, newest first.
+//!
+//! Phase 1 walks the newest `budget` rows of the window along the pagination
+//! index, reading only `(organisation_id, id, bitmap)`: with the bitmap
+//! INCLUDEd in the index that is an index-only scan, and the heap is visited
+//! only for bloom candidates, to recheck them exactly and return them. When
+//! the page is not full after the budget the filter has proved rare: phase 2
+//! lets a GIN index on `attribute_values` find the few candidates in the rest
+//! of the window if there is one, and otherwise keeps walking. Every row
+//! returned passed `alerts_attrs_match`.
+//!
+//! Why C and not PL/pgSQL: the first version was PL/pgSQL with `EXECUTE`
+//! (the table is a parameter), which plans 3 statements per call: 2-4 ms of
+//! planning for a page the executor produces in 0.2-1 ms. Here every
+//! statement is prepared once per table and session (`SPI_keepplan`), and the
+//! GIN statement once per filter shape (number of keys and values), so a call
+//! only executes. Plans are revalidated by Postgres' plan cache on DDL.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{CStr, CString};
+
+use alerts_core::ulid;
+use pgrx::pg_guard;
+use pgrx::pg_sys::{self, Datum, Oid};
+use pgrx::PgSqlErrorCode;
+
+use crate::datum::{error, text_datum, OrRaise};
+
+crate::finfo_v1!(pg_finfo_alerts_search);
+
+const TEXT: Oid = pg_sys::TEXTOID;
+const JSONB: Oid = pg_sys::JSONBOID;
+const INT8: Oid = pg_sys::INT8OID;
+
+/// Prepared statements of one table.
+struct TablePlans {
+    walk: pg_sys::SPIPlanPtr,
+    frontier: pg_sys::SPIPlanPtr,
+    rest: pg_sys::SPIPlanPtr,
+    has_gin: pg_sys::SPIPlanPtr,
+    /// GIN statements by filter shape: the number of values of each key.
+    gin: HashMap<Vec<usize>, pg_sys::SPIPlanPtr>,
+    table: String,
+    schema: String,
+}
+
+thread_local! {
+    /// Backends are single-threaded; the plans live for the session.
+    static PLANS: RefCell<HashMap<Oid, TablePlans>> = RefCell::new(HashMap::new());
+}
+
+unsafe fn cstr_owned(p: *const std::ffi::c_char) -> String {
+    // SAFETY: callers pass NUL-terminated strings from Postgres.
+    unsafe { CStr::from_ptr(p).to_string_lossy().into_owned() }
+}
+
+unsafe fn quoted(ident: &str) -> String {
+    let c = CString::new(ident).expect("identifiers have no NUL");
+    // SAFETY: quote_identifier returns its argument or a palloc'd copy.
+    unsafe { cstr_owned(pg_sys::quote_identifier(c.as_ptr())) }
+}
+
+/// Prepares and keeps a statement. `custom`: plan it anew for every call's
+/// values instead of letting the plan cache settle on a generic plan.
+unsafe fn prepare(sql: &str, types: &[Oid], custom: bool) -> pg_sys::SPIPlanPtr {
+    let c = CString::new(sql).expect("no NUL in SQL");
+    let options = if custom {
+        pg_sys::CURSOR_OPT_CUSTOM_PLAN as i32
+    } else {
+        0
+    };
+    // SAFETY: SPI is connected by the caller; `types` outlives the call.
+    unsafe {
+        let plan = pg_sys::SPI_prepare_cursor(
+            c.as_ptr(),
+            types.len() as i32,
+            types.as_ptr() as *mut Oid,
+            options,
+        );
+        if plan.is_null() {
+            error(
+                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                format!("alerts_search could not prepare: {}", cstr_owned(pg_sys::SPI_result_code_string(pg_sys::SPI_result))),
+                "check that the table has the columns id, organisation_id, attribute_values and attribute_values_bitmap",
+            );
+        }
+        pg_sys::SPI_keepplan(plan);
+        plan
+    }
+}
+
+impl TablePlans {
+    unsafe fn new(relid: Oid, ext_schema: &str) -> TablePlans {
+        // SAFETY: relid is a valid relation (it came from a row type).
+        let (schema, name) = unsafe {
+            (
+                cstr_owned(pg_sys::get_namespace_name(pg_sys::get_rel_namespace(relid))),
+                cstr_owned(pg_sys::get_rel_name(relid)),
+            )
+        };
+        // SAFETY: SPI is connected by the caller.
+        unsafe {
+            let t = format!("{}.{}", quoted(&schema), quoted(&name));
+            let s = quoted(ext_schema);
+            let walk = prepare(
+                &format!(
+                    "SELECT x.r FROM (SELECT c.id, {s}.alerts_bloom_match(c.attribute_values_bitmap, $4) AS maybe
+                                      FROM {t} c
+                                      WHERE c.organisation_id = $1 AND c.id >= $2 AND c.id < $3
+                                      ORDER BY c.id DESC LIMIT $6) k
+                     CROSS JOIN LATERAL (SELECT a AS r FROM {t} a
+                                         WHERE a.id = k.id AND {s}.alerts_attrs_match(a.attribute_values, $4)) x
+                     WHERE k.maybe ORDER BY k.id DESC LIMIT $5"
+                ),
+                &[TEXT, TEXT, TEXT, JSONB, INT8, INT8],
+                false,
+            );
+            let frontier = prepare(
+                &format!(
+                    "SELECT c.id FROM {t} c WHERE c.organisation_id = $1 AND c.id >= $2 AND c.id < $3
+                     ORDER BY c.id DESC OFFSET $4 - 1 LIMIT 1"
+                ),
+                &[TEXT, TEXT, TEXT, INT8],
+                false,
+            );
+            let rest = prepare(
+                &format!(
+                    "SELECT x.r FROM (SELECT c.id FROM {t} c
+                                      WHERE c.organisation_id = $1 AND c.id >= $2 AND c.id < $3
+                                        AND {s}.alerts_bloom_match(c.attribute_values_bitmap, $4)
+                                      ORDER BY c.id DESC) k
+                     CROSS JOIN LATERAL (SELECT a AS r FROM {t} a
+                                         WHERE a.id = k.id AND {s}.alerts_attrs_match(a.attribute_values, $4)) x
+                     ORDER BY k.id DESC LIMIT $5"
+                ),
+                &[TEXT, TEXT, TEXT, JSONB, INT8],
+                false,
+            );
+            let has_gin = prepare(
+                "SELECT 1 FROM pg_catalog.pg_index i
+                 JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
+                 JOIN pg_catalog.pg_am am ON am.oid = ic.relam
+                 JOIN pg_catalog.pg_attribute att ON att.attrelid = i.indrelid AND att.attnum = i.indkey[0]
+                 WHERE i.indrelid = $1 AND am.amname = 'gin' AND att.attname = 'attribute_values' AND i.indisvalid
+                 LIMIT 1",
+                &[pg_sys::OIDOID],
+                false,
+            );
+            TablePlans {
+                walk,
+                frontier,
+                rest,
+                has_gin,
+                gin: HashMap::new(),
+                table: t,
+                schema: s,
+            }
+        }
+    }
+
+    /// The GIN statement for a filter shape: `$6..` are the containment
+    /// values `{k: v}` and `{k: [v]}` of every value, in order.
+    unsafe fn gin_plan(&mut self, shape: &[usize]) -> pg_sys::SPIPlanPtr {
+        if let Some(p) = self.gin.get(shape) {
+            return *p;
+        }
+        let mut param = 6;
+        let mut clauses = Vec::new();
+        for &n in shape {
+            if n == 0 {
+                clauses.push("false".to_string());
+                continue;
+            }
+            let alts: Vec<String> = (0..n)
+                .map(|_| {
+                    let s = format!(
+                        "a.attribute_values @> ${} OR a.attribute_values @> ${}",
+                        param,
+                        param + 1
+                    );
+                    param += 2;
+                    s
+                })
+                .collect();
+            clauses.push(format!("({})", alts.join(" OR ")));
+        }
+        let pred = if clauses.is_empty() {
+            "true".to_string()
+        } else {
+            clauses.join(" AND ")
+        };
+        let mut types = vec![TEXT, TEXT, TEXT, JSONB, INT8];
+        types.resize(param - 1, JSONB);
+        let (t, s) = (&self.table, &self.schema);
+        // SAFETY: SPI is connected by the caller.
+        let plan = unsafe {
+            prepare(
+                &format!(
+                    "SELECT a AS r FROM {t} a
+                     WHERE a.organisation_id = $1 AND a.id >= $2 AND a.id < $3 AND ({pred})
+                       AND {s}.alerts_attrs_match(a.attribute_values, $4)
+                     ORDER BY a.id DESC LIMIT $5"
+                ),
+                &types,
+                // A generic plan cannot see that the remaining window is
+                // large and the filter rare, and walks the pagination index:
+                // 68 ms instead of 0.3 ms measured. Plan with the values.
+                true,
+            )
+        };
+        self.gin.insert(shape.to_vec(), plan);
+        plan
+    }
+}
+
+/// Runs a prepared statement read-only (the caller's snapshot) and appends
+/// its single composite column to the tuplestore. Returns the row count.
+unsafe fn run_into(
+    plan: pg_sys::SPIPlanPtr,
+    args: &[Datum],
+    store: *mut pg_sys::Tuplestorestate,
+) -> u64 {
+    let nulls = vec![b' ' as std::ffi::c_char; args.len()];
+    // SAFETY: SPI is connected; args match the plan's parameter types.
+    unsafe {
+        let rc =
+            pg_sys::SPI_execute_plan(plan, args.as_ptr() as *mut Datum, nulls.as_ptr(), true, 0);
+        if rc != pg_sys::SPI_OK_SELECT as i32 {
+            error(
+                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                format!(
+                    "alerts_search: query failed: {}",
+                    cstr_owned(pg_sys::SPI_result_code_string(rc))
+                ),
+                "report this as a bug",
+            );
+        }
+        let n = pg_sys::SPI_processed;
+        let tt = pg_sys::SPI_tuptable;
+        for i in 0..n as usize {
+            let tuple = *(*tt).vals.add(i);
+            let mut isnull = false;
+            let d = pg_sys::SPI_getbinval(tuple, (*tt).tupdesc, 1, &mut isnull);
+            if isnull {
+                continue;
+            }
+            let td = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as pg_sys::HeapTupleHeader;
+            let mut tmp = pg_sys::HeapTupleData {
+                t_len: pgrx::varsize_any(td as *const pg_sys::varlena) as u32,
+                t_data: td,
+                ..Default::default()
+            };
+            pg_sys::tuplestore_puttuple(store, &mut tmp);
+        }
+        n
+    }
+}
+
+/// # Safety
+/// Called by Postgres through the V1 convention as a set-returning function.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    // SAFETY: we check the call context before using it; argument datums are
+    // read only where they are not null.
+    unsafe {
+        let rsinfo = (*fcinfo).resultinfo as *mut pg_sys::ReturnSetInfo;
+        if rsinfo.is_null()
+            || (*rsinfo).type_ != pg_sys::NodeTag::T_ReturnSetInfo
+            || (*rsinfo).allowedModes & pg_sys::SetFunctionReturnMode::SFRM_Materialize as i32 == 0
+        {
+            error(
+                PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                "alerts_search must be called in FROM".into(),
+                "SELECT * FROM alerts_search(NULL::alerts, $1, $2)",
+            );
+        }
+        let flinfo = (*fcinfo).flinfo;
+        let rowtype = pg_sys::get_fn_expr_argtype(flinfo, 0);
+        let relid = if rowtype == pg_sys::InvalidOid {
+            pg_sys::InvalidOid
+        } else {
+            pg_sys::get_typ_typrelid(rowtype)
+        };
+        if relid == pg_sys::InvalidOid {
+            error(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!(
+                    "alerts_search: first argument must be a table's row type, got {}",
+                    cstr_owned(pg_sys::format_type_be(rowtype))
+                ),
+                "call it as SELECT * FROM alerts_search(NULL::alerts, $1, $2)",
+            );
+        }
+        let arg = |n: usize| pgrx::fcinfo::pg_getarg_datum(fcinfo, n);
+        let (Some(org), Some(filter), Some(since), Some(size)) = (arg(1), arg(2), arg(3), arg(5))
+        else {
+            error(
+                PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+                "alerts_search: organisation_id, filter, since and page_size must not be NULL".into(),
+                "pass '{}' as the filter to match every alert, and leave before_id NULL for the first page",
+            );
+        };
+        let page_size = size.value() as i32;
+        if page_size < 1 {
+            error(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("alerts_search: page_size must be at least 1, got {page_size}"),
+                "pages are usually 50 rows",
+            );
+        }
+        // Compiles (and so validates) the filter, with the filter's own errors.
+        let compiled = crate::filter_cache::compiled(fcinfo, filter);
+        let shape: Vec<usize> = compiled.clauses.iter().map(|c| c.values.len()).collect();
+        let floor_ms = ulid::unix_ms_of_pg_timestamp(since.value() as i64).unwrap_or_else(|| {
+            error(
+                PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
+                "alerts_search: since is after the last time a ULID can hold".into(),
+                "pass a finite timestamp",
+            )
+        });
+        let floor = text_datum(std::str::from_utf8(&ulid::floor(floor_ms)).expect("ascii"));
+        let before = arg(4).unwrap_or_else(|| text_datum("8")); // '8' sorts after every ULID
+        let budget = (20 * page_size as i64).max(1000);
+        let ext_schema = cstr_owned(pg_sys::get_namespace_name(pg_sys::get_func_namespace(
+            (*flinfo).fn_oid,
+        )));
+
+        // The result lives in the query's memory, in the table's row type.
+        let per_query = (*(*rsinfo).econtext).ecxt_per_query_memory;
+        let old = pg_sys::MemoryContextSwitchTo(per_query);
+        let store = pg_sys::tuplestore_begin_heap(true, false, pg_sys::work_mem);
+        let desc = pg_sys::lookup_rowtype_tupdesc_copy(rowtype, -1);
+        pg_sys::MemoryContextSwitchTo(old);
+
+        if pg_sys::SPI_connect() != pg_sys::SPI_OK_CONNECT as i32 {
+            error(
+                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                "alerts_search: SPI_connect failed".into(),
+                "report this as a bug",
+            );
+        }
+        PLANS.with(|plans| {
+            let mut plans = plans.borrow_mut();
+            let p = plans
+                .entry(relid)
+                .or_insert_with(|| TablePlans::new(relid, &ext_schema));
+            let got = run_into(
+                p.walk,
+                &[
+                    org,
+                    floor,
+                    before,
+                    filter,
+                    Datum::from(page_size as i64),
+                    Datum::from(budget),
+                ],
+                store,
+            );
+            if got >= page_size as u64 {
+                return;
+            }
+            // Where did the walk stop? No row: it read the whole window.
+            let rc = pg_sys::SPI_execute_plan(
+                p.frontier,
+                [org, floor, before, Datum::from(budget)].as_mut_ptr(),
+                c"    ".as_ptr(),
+                true,
+                1,
+            );
+            if rc != pg_sys::SPI_OK_SELECT as i32 || pg_sys::SPI_processed == 0 {
+                return;
+            }
+            let mut isnull = false;
+            let tt = pg_sys::SPI_tuptable;
+            let frontier = pg_sys::SPI_getbinval(*(*tt).vals, (*tt).tupdesc, 1, &mut isnull);
+            let remaining = Datum::from(page_size as i64 - got as i64);
+            let rc = pg_sys::SPI_execute_plan(
+                p.has_gin,
+                [Datum::from(relid)].as_mut_ptr(),
+                c" ".as_ptr(),
+                true,
+                1,
+            );
+            let has_gin = rc == pg_sys::SPI_OK_SELECT as i32 && pg_sys::SPI_processed > 0;
+            if has_gin {
+                let mut args = vec![org, floor, frontier, filter, remaining];
+                for c in &compiled.clauses {
+                    for v in &c.values {
+                        let value = alerts_core::encoding::decode_value(v).or_raise();
+                        let single = serde_json::json!({ c.key.clone(): value });
+                        let array = serde_json::json!({ c.key.clone(): [single[&c.key].clone()] });
+                        args.push(jsonb_datum(&single));
+                        args.push(jsonb_datum(&array));
+                    }
+                }
+                let plan = p.gin_plan(&shape);
+                run_into(plan, &args, store);
+            } else {
+                run_into(p.rest, &[org, floor, frontier, filter, remaining], store);
+            }
+        });
+        pg_sys::SPI_finish();
+
+        (*rsinfo).returnMode = pg_sys::SetFunctionReturnMode::SFRM_Materialize;
+        (*rsinfo).setResult = store;
+        (*rsinfo).setDesc = desc;
+        (*fcinfo).isnull = true;
+        Datum::from(0usize)
+    }
+}
+
+/// A jsonb datum from a serde value (through jsonb's text input).
+fn jsonb_datum(v: &serde_json::Value) -> Datum {
+    let text = CString::new(v.to_string()).expect("JSON text has no NUL");
+    // SAFETY: jsonb_in parses a C string into a palloc'd jsonb.
+    unsafe {
+        pgrx::direct_function_call_as_datum(pg_sys::jsonb_in, &[Some(Datum::from(text.as_ptr()))])
+            .expect("jsonb")
+    }
+}
