@@ -247,14 +247,16 @@ def run_query(db, m, sql):
     return out.stdout.split()
 
 
-def pgbench(db, m, sql, seconds, mode, clients, workdir):
+def pgbench(db, m, sql, seconds, mode, clients, workdir, transactions=None):
+    """Runs one cell: for `seconds` (-T), or `transactions` per client (-t)."""
     script = workdir / "q.sql"
     script.write_text(sql + ";\n")
     for p in workdir.glob("pgbench_log*"):
         p.unlink()
     env = dict(os.environ, PGOPTIONS=PGOPTIONS.get(m, ""))
     res = subprocess.run(["pgbench", "-n", "-h", PG["host"], "-p", PG["port"], "-U", PG["user"],
-                          "-M", mode, "-c", str(clients), "-j", str(clients), "-T", str(seconds),
+                          "-M", mode, "-c", str(clients), "-j", str(clients),
+                          *(["-t", str(transactions)] if transactions else ["-T", str(seconds)]),
                           "-l", "--log-prefix", str(workdir / "pgbench_log"), "-f", str(script), db],
                          capture_output=True, text=True, env=env)
     if res.returncode != 0:
@@ -270,7 +272,14 @@ def pgbench(db, m, sql, seconds, mode, clients, workdir):
     def pct(q):
         return lat[min(len(lat) - 1, int(q * len(lat)))] if lat else float("nan")
 
-    return dict(n=len(lat), tps=len(lat) / seconds, p50=pct(0.50), p95=pct(0.95), p99=pct(0.99),
+    elapsed = seconds
+    if transactions:
+        # pgbench's own summary line gives the run's rate.
+        tps = [line for line in res.stdout.splitlines() if line.startswith("tps")]
+        rate = float(tps[0].split()[2]) if tps else float("nan")
+    else:
+        rate = len(lat) / elapsed
+    return dict(n=len(lat), tps=rate, p50=pct(0.50), p95=pct(0.95), p99=pct(0.99),
                 mean=statistics.fmean(lat) if lat else float("nan"))
 
 
@@ -385,11 +394,15 @@ def main():
     ap.add_argument("--size", choices=SIZES, default="smoke")
     ap.add_argument("--seconds", type=float, default=None, help="pgbench -T per cell (default 1 smoke, 5 otherwise)")
     ap.add_argument("--write-seconds", type=float, default=None)
+    ap.add_argument("--transactions", type=int, default=None,
+                    help="pgbench -t per read cell instead of -T (default 30 for smoke)")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--only", default="", help="substring filter on scenario names")
     args = ap.parse_args()
     seconds = int(args.seconds or (1 if args.size == "smoke" else 5))
+    if args.transactions is None and args.size == "smoke" and args.seconds is None:
+        args.transactions = 30
     wseconds = int(args.write_seconds or (2 if args.size == "smoke" else 10))
     outdir = args.out or ROOT / "benches/results" / args.size
     outdir.mkdir(parents=True, exist_ok=True)
@@ -427,7 +440,7 @@ def main():
                 continue
             modes = ["prepared", "simple"] if s["core"] else ["prepared"]
             for mode in modes:
-                r = pgbench(db, m, sql, seconds, mode, 1, work)
+                r = pgbench(db, m, sql, seconds, mode, 1, work, args.transactions)
                 results.append(dict(scenario=s["name"], tenant=s["tenant"], method=m, mode=mode,
                                     matches=len(want), **r))
                 print(f"  {m:10s} {mode:8s} p50 {r['p50']:9.3f}  p95 {r['p95']:9.3f}  p99 {r['p99']:9.3f} ms  "
@@ -441,7 +454,8 @@ def main():
     sz = sizes(db)
     shutil.rmtree(work, ignore_errors=True)
 
-    meta = dict(size=args.size, anchor=anchor, seconds_per_cell=seconds, cpu=os.cpu_count(),
+    meta = dict(size=args.size, anchor=anchor, seconds_per_cell=seconds, transactions_per_cell=args.transactions,
+                cpu=os.cpu_count(),
                 postgres=psql(db, "SHOW server_version")[0][0],
                 shared_buffers=psql(db, "SHOW shared_buffers")[0][0])
     (outdir / "results.json").write_text(json.dumps(dict(meta=meta, reads=results, writes=writes, sizes=sz,
@@ -460,7 +474,9 @@ def main():
 
 def write_table(results, writes, sz, meta, path):
     lines = [f"Size `{meta['size']}`, PostgreSQL {meta['postgres']}, {meta['cpu']} cores, shared_buffers "
-             f"{meta['shared_buffers']}, pgbench -T {meta['seconds_per_cell']} per cell, 1 client, -M prepared. "
+             f"{meta['shared_buffers']}, pgbench "
+             + (f"-t {meta['transactions_per_cell']}" if meta.get("transactions_per_cell") else f"-T {meta['seconds_per_cell']}")
+             + " per cell, 1 client, -M prepared. "
              "p95 in ms; in brackets the ratio to planner-chosen GIN (below 1 is faster than GIN).", ""]
     scen = []
     for r in results:
