@@ -215,31 +215,35 @@ impl TablePlans {
     }
 }
 
-/// Runs a prepared statement read-only (the caller's snapshot) and appends
-/// its single composite column to the tuplestore. Returns the row count.
-unsafe fn run_into(
-    plan: pg_sys::SPIPlanPtr,
-    args: &[Datum],
-    store: *mut pg_sys::Tuplestorestate,
-) -> u64 {
+/// Runs a prepared statement read-only (the caller's snapshot) and returns
+/// its result table, which stays valid until `SPI_finish`.
+unsafe fn execute(plan: pg_sys::SPIPlanPtr, args: &[Datum]) -> *mut pg_sys::SPITupleTable {
     let nulls = vec![b' ' as std::ffi::c_char; args.len()];
     // SAFETY: SPI is connected; args match the plan's parameter types.
     unsafe {
-        let rc =
-            pg_sys::SPI_execute_plan(plan, args.as_ptr() as *mut Datum, nulls.as_ptr(), true, 0);
+        let rc = pg_sys::SPI_execute_plan(plan, args.as_ptr() as *mut Datum, nulls.as_ptr(), true, 0);
         if rc != pg_sys::SPI_OK_SELECT as i32 {
             error(
                 PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-                format!(
-                    "alerts_search: query failed: {}",
-                    cstr_owned(pg_sys::SPI_result_code_string(rc))
-                ),
+                format!("alerts_search: query failed: {}", cstr_owned(pg_sys::SPI_result_code_string(rc))),
                 "report this as a bug",
             );
         }
-        let n = pg_sys::SPI_processed;
-        let tt = pg_sys::SPI_tuptable;
-        for i in 0..n as usize {
+        pg_sys::SPI_tuptable
+    }
+}
+
+/// Number of rows of a result table.
+unsafe fn rows(tt: *mut pg_sys::SPITupleTable) -> u64 {
+    // SAFETY: tt is a live SPI result table.
+    unsafe { (*tt).numvals }
+}
+
+/// Appends the single composite column of a result table to the tuplestore.
+unsafe fn copy_into(tt: *mut pg_sys::SPITupleTable, store: *mut pg_sys::Tuplestorestate) {
+    // SAFETY: tt is a live SPI result table whose column 1 is the table's row type.
+    unsafe {
+        for i in 0..rows(tt) as usize {
             let tuple = *(*tt).vals.add(i);
             let mut isnull = false;
             let d = pg_sys::SPI_getbinval(tuple, (*tt).tupdesc, 1, &mut isnull);
@@ -254,7 +258,6 @@ unsafe fn run_into(
             };
             pg_sys::tuplestore_puttuple(store, &mut tmp);
         }
-        n
     }
 }
 
@@ -347,60 +350,41 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
             let p = plans
                 .entry(relid)
                 .or_insert_with(|| TablePlans::new(relid, &ext_schema));
-            let got = run_into(
-                p.walk,
-                &[
-                    org,
-                    floor,
-                    before,
-                    filter,
-                    Datum::from(page_size as i64),
-                    Datum::from(budget),
-                ],
-                store,
-            );
+            let page = Datum::from(page_size as i64);
+            let walked = execute(p.walk, &[org, floor, before, filter, page, Datum::from(budget)]);
+            let got = rows(walked);
             if got >= page_size as u64 {
+                copy_into(walked, store);
                 return;
             }
-            // Where did the walk stop? No row: it read the whole window.
-            let rc = pg_sys::SPI_execute_plan(
-                p.frontier,
-                [org, floor, before, Datum::from(budget)].as_mut_ptr(),
-                c"    ".as_ptr(),
-                true,
-                1,
-            );
-            if rc != pg_sys::SPI_OK_SELECT as i32 || pg_sys::SPI_processed == 0 {
-                return;
-            }
-            let mut isnull = false;
-            let tt = pg_sys::SPI_tuptable;
-            let frontier = pg_sys::SPI_getbinval(*(*tt).vals, (*tt).tupdesc, 1, &mut isnull);
-            let remaining = Datum::from(page_size as i64 - got as i64);
-            let rc = pg_sys::SPI_execute_plan(
-                p.has_gin,
-                [Datum::from(relid)].as_mut_ptr(),
-                c" ".as_ptr(),
-                true,
-                1,
-            );
-            let has_gin = rc == pg_sys::SPI_OK_SELECT as i32 && pg_sys::SPI_processed > 0;
-            if has_gin {
-                let mut args = vec![org, floor, frontier, filter, remaining];
+            let rc = pg_sys::SPI_execute_plan(p.has_gin, [Datum::from(relid)].as_mut_ptr(), c" ".as_ptr(), true, 1);
+            if rc == pg_sys::SPI_OK_SELECT as i32 && pg_sys::SPI_processed > 0 {
+                // GIN answers the whole page over the whole window in one
+                // statement (it finds again what the walk found): cheaper
+                // than locating where the walk stopped.
+                let mut args = vec![org, floor, before, filter, page];
                 for c in &compiled.clauses {
                     for v in &c.values {
                         let value = alerts_core::encoding::decode_value(v).or_raise();
-                        let single = serde_json::json!({ c.key.clone(): value });
-                        let array = serde_json::json!({ c.key.clone(): [single[&c.key].clone()] });
-                        args.push(jsonb_datum(&single));
-                        args.push(jsonb_datum(&array));
+                        args.push(jsonb_datum(&serde_json::json!({ c.key.clone(): value.clone() })));
+                        args.push(jsonb_datum(&serde_json::json!({ c.key.clone(): [value] })));
                     }
                 }
                 let plan = p.gin_plan(&shape);
-                run_into(plan, &args, store);
-            } else {
-                run_into(p.rest, &[org, floor, frontier, filter, remaining], store);
+                copy_into(execute(plan, &args), store);
+                return;
             }
+            copy_into(walked, store);
+            // Without GIN: find where the walk stopped (no row: it read the
+            // whole window) and keep walking from there, without a budget.
+            let stop = execute(p.frontier, &[org, floor, before, Datum::from(budget)]);
+            if rows(stop) == 0 {
+                return;
+            }
+            let mut isnull = false;
+            let frontier = pg_sys::SPI_getbinval(*(*stop).vals, (*stop).tupdesc, 1, &mut isnull);
+            let remaining = Datum::from(page_size as i64 - got as i64);
+            copy_into(execute(p.rest, &[org, floor, frontier, filter, remaining]), store);
         });
         pg_sys::SPI_finish();
 
