@@ -221,11 +221,15 @@ unsafe fn execute(plan: pg_sys::SPIPlanPtr, args: &[Datum]) -> *mut pg_sys::SPIT
     let nulls = vec![b' ' as std::ffi::c_char; args.len()];
     // SAFETY: SPI is connected; args match the plan's parameter types.
     unsafe {
-        let rc = pg_sys::SPI_execute_plan(plan, args.as_ptr() as *mut Datum, nulls.as_ptr(), true, 0);
+        let rc =
+            pg_sys::SPI_execute_plan(plan, args.as_ptr() as *mut Datum, nulls.as_ptr(), true, 0);
         if rc != pg_sys::SPI_OK_SELECT as i32 {
             error(
                 PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-                format!("alerts_search: query failed: {}", cstr_owned(pg_sys::SPI_result_code_string(rc))),
+                format!(
+                    "alerts_search: query failed: {}",
+                    cstr_owned(pg_sys::SPI_result_code_string(rc))
+                ),
                 "report this as a bug",
             );
         }
@@ -351,13 +355,22 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                 .entry(relid)
                 .or_insert_with(|| TablePlans::new(relid, &ext_schema));
             let page = Datum::from(page_size as i64);
-            let walked = execute(p.walk, &[org, floor, before, filter, page, Datum::from(budget)]);
+            let walked = execute(
+                p.walk,
+                &[org, floor, before, filter, page, Datum::from(budget)],
+            );
             let got = rows(walked);
             if got >= page_size as u64 {
                 copy_into(walked, store);
                 return;
             }
-            let rc = pg_sys::SPI_execute_plan(p.has_gin, [Datum::from(relid)].as_mut_ptr(), c" ".as_ptr(), true, 1);
+            let rc = pg_sys::SPI_execute_plan(
+                p.has_gin,
+                [Datum::from(relid)].as_mut_ptr(),
+                c" ".as_ptr(),
+                true,
+                1,
+            );
             if rc == pg_sys::SPI_OK_SELECT as i32 && pg_sys::SPI_processed > 0 {
                 // GIN answers the whole page over the whole window in one
                 // statement (it finds again what the walk found): cheaper
@@ -366,7 +379,9 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                 for c in &compiled.clauses {
                     for v in &c.values {
                         let value = alerts_core::encoding::decode_value(v).or_raise();
-                        args.push(jsonb_datum(&serde_json::json!({ c.key.clone(): value.clone() })));
+                        args.push(jsonb_datum(
+                            &serde_json::json!({ c.key.clone(): value.clone() }),
+                        ));
                         args.push(jsonb_datum(&serde_json::json!({ c.key.clone(): [value] })));
                     }
                 }
@@ -384,7 +399,10 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
             let mut isnull = false;
             let frontier = pg_sys::SPI_getbinval(*(*stop).vals, (*stop).tupdesc, 1, &mut isnull);
             let remaining = Datum::from(page_size as i64 - got as i64);
-            copy_into(execute(p.rest, &[org, floor, frontier, filter, remaining]), store);
+            copy_into(
+                execute(p.rest, &[org, floor, frontier, filter, remaining]),
+                store,
+            );
         });
         pg_sys::SPI_finish();
 
