@@ -5,10 +5,11 @@
 //! index, reading only `(organisation_id, id, bitmap)`: with the bitmap
 //! INCLUDEd in the index that is an index-only scan, and the heap is visited
 //! only for bloom candidates, to recheck them exactly and return them. When
-//! the page is not full after the budget the filter has proved rare: phase 2
-//! lets a GIN index on `attribute_values` find the few candidates in the rest
-//! of the window if there is one, and otherwise keeps walking. Every row
-//! returned passed `alerts_attrs_match`.
+//! the page is not full after the budget and the walk found fewer than one
+//! match in 200 rows, the filter is rare: phase 2 lets a GIN index on
+//! `attribute_values` fetch the few matches of the whole window if there is
+//! one. Otherwise the walk goes on to the end of the page. Every row returned
+//! passed `alerts_attrs_match`.
 //!
 //! Why C and not PL/pgSQL: the first version was PL/pgSQL with `EXECUTE`
 //! (the table is a parameter), which plans 3 statements per call: 2-4 ms of
@@ -33,6 +34,8 @@ crate::finfo_v1!(pg_finfo_alerts_search);
 const TEXT: Oid = pg_sys::TEXTOID;
 const JSONB: Oid = pg_sys::JSONBOID;
 const INT8: Oid = pg_sys::INT8OID;
+/// Phase 2 uses GIN when the walk found fewer than 1 match in this many rows.
+const RARE: i64 = 200;
 
 /// Prepared statements of one table.
 struct TablePlans {
@@ -194,20 +197,25 @@ impl TablePlans {
         let mut types = vec![TEXT, TEXT, TEXT, JSONB, INT8];
         types.resize(param - 1, JSONB);
         let (t, s) = (&self.table, &self.schema);
+        // The tenant and window conditions are written so that no btree can
+        // serve them (`|| ''`): only the GIN index can, and the plan is a
+        // bitmap scan of the candidates, a sort and the limit. Left to
+        // itself the planner prices jsonb `@>` at a fixed selectivity, sees
+        // the LIMIT, and walks the pagination index through the whole window
+        // instead: measured 50 ms against 1.5 ms on the 1M-alert tenant.
+        // Phase 2 runs only once the walk has shown the filter to be rare.
         // SAFETY: SPI is connected by the caller.
         let plan = unsafe {
             prepare(
                 &format!(
                     "SELECT a AS r FROM {t} a
-                     WHERE a.organisation_id = $1 AND a.id >= $2 AND a.id < $3 AND ({pred})
+                     WHERE ({pred}) AND a.organisation_id || '' = $1
+                       AND a.id || '' >= $2 AND a.id || '' < $3
                        AND {s}.alerts_attrs_match(a.attribute_values, $4)
                      ORDER BY a.id DESC LIMIT $5"
                 ),
                 &types,
-                // A generic plan cannot see that the remaining window is
-                // large and the filter rare, and walks the pagination index:
-                // 68 ms instead of 0.3 ms measured. Plan with the values.
-                true,
+                false,
             )
         };
         self.gin.insert(shape.to_vec(), plan);
@@ -371,7 +379,11 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                 true,
                 1,
             );
-            if rc == pg_sys::SPI_OK_SELECT as i32 && pg_sys::SPI_processed > 0 {
+            let has_gin = rc == pg_sys::SPI_OK_SELECT as i32 && pg_sys::SPI_processed > 0;
+            // Below 1 match in RARE rows the rest of the window is cheaper
+            // through GIN (it fetches only the few matches); above, walking
+            // on finds the page sooner than GIN fetches every match.
+            if has_gin && (got as i64) * RARE < budget {
                 // GIN answers the whole page over the whole window in one
                 // statement (it finds again what the walk found): cheaper
                 // than locating where the walk stopped.
