@@ -43,6 +43,12 @@ WHERE organisation_id = :'large'
   AND alerts_attrs_match(attribute_values, :'rare')
 ORDER BY id DESC LIMIT 50;
 
+\echo '== alerts_search: the same pages in one call (no GIN yet: rare filters walk the whole window)'
+\timing on
+SELECT count(*) AS frequent_page FROM alerts_search(NULL::alerts, :'large', :'frequent');
+SELECT count(*) AS rare_page FROM alerts_search(NULL::alerts, :'large', :'rare');
+\timing off
+
 \echo '== The same two pages through a GIN jsonb_path_ops index'
 \timing on
 CREATE INDEX alerts_gin ON alerts USING gin (attribute_values jsonb_path_ops);
@@ -64,6 +70,11 @@ WHERE organisation_id = :'large'
   AND id >= alerts_ulid_floor(now() - interval '30 days')
   AND attribute_values @> :'rare'
 ORDER BY id DESC LIMIT 50;
+\echo '== alerts_search with the GIN index: rare filters switch to it after a short walk'
+\timing on
+SELECT count(*) AS rare_page FROM alerts_search(NULL::alerts, :'large', :'rare');
+SELECT count(*) AS rare_page FROM alerts_search(NULL::alerts, :'large', :'rare');
+\timing off
 SELECT pg_size_pretty(pg_relation_size('alerts_gin')) AS gin_index_size,
        pg_size_pretty(pg_relation_size('idx_alerts_pagination')) AS pagination_index_size;
 DROP INDEX alerts_gin;
