@@ -31,7 +31,7 @@ shared_preload_libraries = 'pg_stat_statements'
 CONF
     fi
     if ! as_pg "$BIN/pg_ctl" -D "$DATA" status >/dev/null 2>&1; then
-      as_pg "$BIN/pg_ctl" -D "$DATA" -l "$DATA/server.log" -w -t 120 start >/dev/null
+      as_pg "$BIN/pg_ctl" -D "$DATA" -l "$DATA/server.log" -w -t 900 start >/dev/null
     fi
     echo "cluster: running on port $PORT (data $DATA)"
     ;;
