@@ -118,13 +118,12 @@ pub unsafe fn for_each_value(v: &JsonbValue, f: &mut dyn FnMut(u8, &[u8]) -> boo
     }
 }
 
-/// The bloom bitmap of a `jsonb` attributes datum.
+/// Calls `f(key, tag, bytes)` for every element of a `jsonb` attributes
+/// datum, in key order.
 ///
 /// # Safety
 /// `d` must be a non-null `jsonb` datum.
-pub unsafe fn bloom_of(d: Datum) -> Bitmap {
-    let mut bm = Bitmap::default();
-    let mut buf = Vec::with_capacity(96);
+unsafe fn for_each_element_of(d: Datum, mut f: impl FnMut(&[u8], u8, &[u8])) {
     // SAFETY: the iterator walks the live, detoasted object.
     unsafe {
         let mut it = pg_sys::JsonbIteratorInit(object_root(d));
@@ -140,7 +139,7 @@ pub unsafe fn bloom_of(d: Datum) -> Bitmap {
                 }
                 WJB_VALUE => {
                     for_each_value(&v, &mut |tag, bytes| {
-                        bm.add_bytes(&mut buf, key, tag, bytes);
+                        f(key, tag, bytes);
                         false
                     });
                 }
@@ -149,6 +148,17 @@ pub unsafe fn bloom_of(d: Datum) -> Bitmap {
             }
         }
     }
+}
+
+/// The bloom bitmap of a `jsonb` attributes datum.
+///
+/// # Safety
+/// `d` must be a non-null `jsonb` datum.
+pub unsafe fn bloom_of(d: Datum) -> Bitmap {
+    let mut bm = Bitmap::default();
+    let mut buf = Vec::with_capacity(96);
+    // SAFETY: the caller passes a jsonb datum.
+    unsafe { for_each_element_of(d, |key, tag, bytes| bm.add_bytes(&mut buf, key, tag, bytes)) };
     bm
 }
 
@@ -158,23 +168,8 @@ pub unsafe fn bloom_of(d: Datum) -> Bitmap {
 /// `d` must be a non-null `jsonb` datum.
 pub unsafe fn element_count_of(d: Datum) -> usize {
     let mut n = 0;
-    // SAFETY: as in bloom_of.
-    unsafe {
-        let mut it = pg_sys::JsonbIteratorInit(object_root(d));
-        let mut v: JsonbValue = std::mem::zeroed();
-        loop {
-            match pg_sys::JsonbIteratorNext(&mut it, &mut v, true) {
-                WJB_VALUE => {
-                    for_each_value(&v, &mut |_, _| {
-                        n += 1;
-                        false
-                    });
-                }
-                WJB_DONE => break,
-                _ => {}
-            }
-        }
-    }
+    // SAFETY: the caller passes a jsonb datum.
+    unsafe { for_each_element_of(d, |_, _, _| n += 1) };
     n
 }
 

@@ -342,9 +342,6 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
         let floor = text_datum(std::str::from_utf8(&ulid::floor(floor_ms)).expect("ascii"));
         let before = arg(4).unwrap_or_else(|| text_datum("8")); // '8' sorts after every ULID
         let budget = (20 * page_size as i64).max(1000);
-        let ext_schema = cstr_owned(pg_sys::get_namespace_name(pg_sys::get_func_namespace(
-            (*flinfo).fn_oid,
-        )));
 
         // The result lives in the query's memory, in the table's row type.
         let per_query = (*(*rsinfo).econtext).ecxt_per_query_memory;
@@ -362,9 +359,13 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
         }
         PLANS.with(|plans| {
             let mut plans = plans.borrow_mut();
-            let p = plans
-                .entry(relid)
-                .or_insert_with(|| TablePlans::new(relid, &ext_schema));
+            let p = plans.entry(relid).or_insert_with(|| {
+                // Only when a table's statements are first prepared.
+                let ext_schema = cstr_owned(pg_sys::get_namespace_name(
+                    pg_sys::get_func_namespace((*flinfo).fn_oid),
+                ));
+                TablePlans::new(relid, &ext_schema)
+            });
             let page = Datum::from(page_size as i64);
             let walked = execute(
                 p.walk,
