@@ -18,5 +18,6 @@ place() {  # place SRC DIR
 place "$pkg$libdir/alerts.so" "$libdir"
 chmod 0755 "$libdir/alerts.so"
 for f in "$pkg$extdir"/alerts*; do place "$f" "$extdir"; done
-for f in sql/alerts--*--*.sql; do [ -e "$f" ] && place "$f" "$extdir"; done
+# released versions' scripts and the upgrade scripts between them
+for f in sql/alerts--*.sql; do [ -e "$f" ] && place "$f" "$extdir"; done
 echo "install: alerts installed into $libdir and $extdir"

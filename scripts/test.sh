@@ -30,6 +30,7 @@ step "SQL regression tests (pg_regress)" "$PGXS/../test/regress/pg_regress" \
   --host=/tmp --port="$PGPORT" --user=postgres --dbname=alerts_regress \
   --inputdir=tests --outputdir=target/regress --schedule=tests/schedule
 if [ -s target/regress/regression.diffs ]; then head -200 target/regress/regression.diffs; fi
+step "upgrade 0.1.0 -> current, then the suite on the upgraded database" bash tests/shell/upgrade.sh
 
 echo
 echo "tests: $passed passed, $failed failed"

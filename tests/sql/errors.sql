@@ -1,5 +1,7 @@
 -- Bad input gets a clear ERROR naming the problem and the fix.
+SET client_min_messages = warning;  -- quiet when already installed (tests/shell/upgrade.sh)
 CREATE EXTENSION IF NOT EXISTS alerts;
+RESET client_min_messages;
 \set VERBOSITY default
 -- attributes that are not an object
 SELECT alerts_bloom('[1, 2]');

@@ -1,5 +1,7 @@
 -- Every SQL function through SQL, as users call it.
+SET client_min_messages = warning;  -- quiet when already installed (tests/shell/upgrade.sh)
 CREATE EXTENSION IF NOT EXISTS alerts;
+RESET client_min_messages;
 SET extra_float_digits = 0;
 
 -- Golden vector: the same bytes the Rust unit test and an independent

@@ -1,7 +1,9 @@
 -- The documented query: its plan, and a differential test against an exact
 -- oracle on 100,000 generated rows and 200 random filters, page by page.
 -- The oracle is Postgres' own jsonb containment, not our code.
+SET client_min_messages = warning;  -- quiet when already installed (tests/shell/upgrade.sh)
 CREATE EXTENSION IF NOT EXISTS alerts;
+RESET client_min_messages;
 SET client_min_messages = warning;
 SELECT setseed(0.4242);
 CREATE TABLE alerts (

@@ -102,7 +102,9 @@ SELECT 'still alive' AS after_cancel;
 
 -- Concurrent inserts while paging. A second session (dblink) inserts matching
 -- rows with new ids, old ids and ids between pages, committing as we go.
+SET client_min_messages = warning;  -- quiet when already installed (tests/shell/upgrade.sh)
 CREATE EXTENSION IF NOT EXISTS dblink;
+RESET client_min_messages;
 SELECT dblink_connect('writer', format('dbname=%s host=%s port=%s user=%s', current_database(),
        split_part(current_setting('unix_socket_directories'), ',', 1), current_setting('port'), current_user)) AS connected;
 CREATE TABLE before_paging AS SELECT id FROM alerts WHERE organisation_id = 'ORG_B' AND attribute_values @> '{"env": "prod"}';

@@ -1,5 +1,7 @@
 -- The bitmap column kept current by the trigger, and by a generated column.
+SET client_min_messages = warning;  -- quiet when already installed (tests/shell/upgrade.sh)
 CREATE EXTENSION IF NOT EXISTS alerts;
+RESET client_min_messages;
 CREATE TABLE alerts_t (
     id text COLLATE "C" PRIMARY KEY DEFAULT alerts_ulid(),
     organisation_id text NOT NULL DEFAULT 'org',
