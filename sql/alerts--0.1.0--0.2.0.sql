@@ -298,6 +298,11 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value', HINT = 'the default, 1000 ms, keeps writers waiting at most a second per attempt';
     END IF;
     bitmap_generated := @extschema@.alerts_check_columns('alerts_enable', rel, attrs_column, bitmap_column);
+    IF NOT pg_has_role((SELECT relowner FROM pg_class WHERE oid = rel), 'USAGE') THEN
+        RAISE EXCEPTION 'alerts_enable: must be owner of table %', rel
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'run it as the table''s owner (or a member of the owning role)';
+    END IF;
     IF bitmap_generated IS NULL THEN
         IF form = 'trigger' THEN
             PERFORM @extschema@.alerts_ddl('alerts_enable',

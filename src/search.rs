@@ -350,6 +350,21 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
         let desc = pg_sys::lookup_rowtype_tupdesc_copy(rowtype, -1);
         pg_sys::MemoryContextSwitchTo(old);
 
+        // Our statements resolve operators and functions with a fixed
+        // search_path, whatever the caller's: as a function's `SET
+        // search_path` clause would, restored at the end of the call (or by
+        // the transaction's abort on error).
+        let guc_level = pg_sys::NewGUCNestLevel();
+        pg_sys::set_config_option(
+            c"search_path".as_ptr(),
+            c"pg_catalog, pg_temp".as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_SAVE,
+            true,
+            0,
+            false,
+        );
         if pg_sys::SPI_connect() != pg_sys::SPI_OK_CONNECT as i32 {
             error(
                 PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
@@ -421,6 +436,7 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
             );
         });
         pg_sys::SPI_finish();
+        pg_sys::AtEOXact_GUC(true, guc_level);
 
         (*rsinfo).returnMode = pg_sys::SetFunctionReturnMode::SFRM_Materialize;
         (*rsinfo).setResult = store;
