@@ -31,6 +31,15 @@ step "SQL regression tests (pg_regress)" "$PGXS/../test/regress/pg_regress" \
   --inputdir=tests --outputdir=target/regress --schedule=tests/schedule
 if [ -s target/regress/regression.diffs ]; then head -200 target/regress/regression.diffs; fi
 step "upgrade 0.1.0 -> current, then the suite on the upgraded database" bash tests/shell/upgrade.sh
+# Reliability (tests/shell): ALERTS_LONG=1 runs the long variants (a 10-minute
+# soak, 100,000 hostile inputs) documented in the README.
+if [ "${ALERTS_LONG:-0}" = 1 ]; then
+  export ALERTS_SOAK_SECONDS=${ALERTS_SOAK_SECONDS:-600} ALERTS_HOSTILE_CASES=${ALERTS_HOSTILE_CASES:-100000}
+fi
+step "dump and restore (pg_dump/pg_restore, both forms)" bash tests/shell/dump_restore.sh
+step "hostile and malformed inputs" python3 tests/shell/hostile_inputs.py
+step "concurrency soak (${ALERTS_SOAK_SECONDS:-60} s, 8 clients + COPY)" bash tests/shell/soak.sh
+step "crash safety (kill -9, immediate stop)" bash tests/shell/crash.sh
 
 echo
 echo "tests: $passed passed, $failed failed"

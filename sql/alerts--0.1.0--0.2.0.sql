@@ -217,6 +217,9 @@ BEGIN
     END IF;
     RAISE NOTICE '%: % is ready: % bitmaps written in % s, every row checked', st.caller, st.rel, st.rows_updated,
         round(extract(epoch FROM clock_timestamp() - st.started)::numeric, 1);
+    IF st.rows_updated > 0 THEN
+        RAISE NOTICE '%: now run VACUUM (ANALYZE) %: each bitmap written left a dead row version, and index-only walks need the visibility map', st.caller, st.rel;
+    END IF;
     SELECT EXISTS (
         SELECT 1 FROM pg_index i
         WHERE i.indrelid = st.rel

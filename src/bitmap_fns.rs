@@ -26,6 +26,7 @@ crate::finfo_v1!(
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn alerts_bloom(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    crate::datum::enter("alerts_bloom");
     // SAFETY: STRICT, one jsonb argument.
     bitmap_datum(&unsafe { crate::jsonb::bloom_of(arg(fcinfo, 0)) })
 }
@@ -39,6 +40,7 @@ pub unsafe extern "C-unwind" fn alerts_bloom(fcinfo: pg_sys::FunctionCallInfo) -
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn alerts_bloom_reference(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    crate::datum::enter("alerts_bloom_reference");
     // SAFETY: STRICT, one jsonb argument.
     let attrs = unsafe { jsonb_value(arg(fcinfo, 0)) };
     bitmap_datum(&bloom(&attrs).or_raise())
@@ -51,6 +53,7 @@ pub unsafe extern "C-unwind" fn alerts_bloom_reference(fcinfo: pg_sys::FunctionC
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn alerts_mask(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    crate::datum::enter("alerts_mask");
     // SAFETY: STRICT, one jsonb argument.
     let filter = unsafe { jsonb_value(arg(fcinfo, 0)) };
     bitmap_datum(&Filter::single_mask(&filter).or_raise())
@@ -65,6 +68,7 @@ pub unsafe extern "C-unwind" fn alerts_mask(fcinfo: pg_sys::FunctionCallInfo) ->
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn alerts_bloom_match(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    crate::datum::enter("alerts_bloom_match");
     // SAFETY: STRICT, arguments (bit, jsonb).
     unsafe {
         let f = compiled(fcinfo, arg(fcinfo, 1));
@@ -80,6 +84,7 @@ pub unsafe extern "C-unwind" fn alerts_bloom_match(fcinfo: pg_sys::FunctionCallI
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn alerts_attrs_match(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    crate::datum::enter("alerts_attrs_match");
     // SAFETY: STRICT, arguments (jsonb, jsonb).
     unsafe {
         let f = compiled(fcinfo, arg(fcinfo, 1));
@@ -94,6 +99,7 @@ pub unsafe extern "C-unwind" fn alerts_attrs_match(fcinfo: pg_sys::FunctionCallI
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn alerts_bloom_elements(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    crate::datum::enter("alerts_bloom_elements");
     // SAFETY: STRICT, one jsonb argument.
     let n = unsafe { crate::jsonb::element_count_of(arg(fcinfo, 0)) };
     Datum::from(i32::try_from(n).unwrap_or(i32::MAX))
@@ -106,5 +112,6 @@ pub unsafe extern "C-unwind" fn alerts_bloom_elements(fcinfo: pg_sys::FunctionCa
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn alerts_format_version(_fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    crate::datum::enter("alerts_format_version");
     Datum::from(FORMAT_VERSION as i32)
 }

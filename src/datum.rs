@@ -1,6 +1,8 @@
 //! Conversions between Postgres datums and the core's types, and the mapping
 //! of core errors to Postgres ERRORs.
 
+use std::cell::Cell;
+
 use alerts_core::error::{Error, ErrorKind};
 use alerts_core::{Bitmap, BITMAP_BITS, BITMAP_BYTES};
 use pgrx::pg_sys::{self, Datum};
@@ -16,8 +18,25 @@ pub fn raise(e: Error) -> ! {
     error(code, e.message, &e.hint)
 }
 
-/// Raises an ERROR with a message and a hint. Never returns.
+thread_local! {
+    /// The SQL function being called, so that every ERROR names it.
+    static CALLER: Cell<&'static str> = const { Cell::new("alerts") };
+}
+
+/// Records the SQL function now running (first thing in each entry point;
+/// a thread-local store, nothing more).
+pub fn enter(function: &'static str) {
+    CALLER.with(|c| c.set(function));
+}
+
+/// Raises an ERROR with a message and a hint. Never returns. The message is
+/// prefixed with the SQL function's name unless it already starts with one.
 pub fn error(code: PgSqlErrorCode, message: String, hint: &str) -> ! {
+    let message = if message.starts_with("alerts_") {
+        message
+    } else {
+        format!("{}: {message}", CALLER.with(Cell::get))
+    };
     pgrx::pg_sys::panic::ErrorReport::new(code, message, "alerts")
         .set_hint(hint.to_string())
         .report(PgLogLevel::ERROR);
@@ -79,7 +98,7 @@ pub unsafe fn bitmap_arg<'a>(d: Datum) -> &'a [u8; BITMAP_BYTES] {
     if bit_len != BITMAP_BITS as i32 || bytes.len() != 4 + BITMAP_BYTES {
         error(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("alerts bitmap must be bit(512), got a bit string of length {bit_len}"),
+            format!("the bitmap must be bit(512), got a bit string of length {bit_len}"),
             "pass the column filled by alerts_bloom() or alerts_bloom_trigger(), declared bit(512)",
         );
     }
@@ -129,11 +148,17 @@ pub unsafe fn jsonb_value(d: Datum) -> serde_json::Value {
             "create the database with ENCODING 'UTF8'",
         ),
     };
-    match serde_json::from_str(&text) {
+    parse_json_text(&text)
+}
+
+/// Parses the text Postgres printed for a jsonb value. It is valid JSON, so
+/// the only failure is serde_json's nesting limit.
+pub fn parse_json_text(text: &str) -> serde_json::Value {
+    match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => error(
             PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-            format!("alerts could not read this jsonb value: {e}"),
+            format!("a nested value is too deep to index ({e})"),
             "values nested more than 127 levels deep are not supported; flatten the attribute",
         ),
     }

@@ -50,14 +50,7 @@ pub unsafe fn object_root(d: Datum) -> *mut JsonbContainer {
 unsafe fn canonical_of(c: *mut JsonbContainer) -> Vec<u8> {
     // SAFETY: JsonbToCString prints a valid container into a new palloc'd string.
     let text = unsafe { CStr::from_ptr(pg_sys::JsonbToCString(std::ptr::null_mut(), c, 64)) };
-    let value: serde_json::Value = match serde_json::from_str(&text.to_string_lossy()) {
-        Ok(v) => v,
-        Err(e) => error(
-            PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED,
-            format!("alerts could not read this jsonb value: {e}"),
-            "values nested more than 127 levels deep are not supported; flatten the attribute",
-        ),
-    };
+    let value = crate::datum::parse_json_text(&text.to_string_lossy());
     let mut out = String::new();
     canonical_json(&value, &mut out).or_raise();
     out.into_bytes()

@@ -21,7 +21,11 @@ pgrx::pg_module_magic!();
 pgrx::extension_sql_file!("../sql/alerts.sql", name = "alerts_objects", bootstrap);
 // Each upgrade script is also the tail of a fresh install, so both paths
 // build the same objects.
-pgrx::extension_sql_file!("../sql/alerts--0.1.0--0.2.0.sql", name = "alerts_0_2_0", finalize);
+pgrx::extension_sql_file!(
+    "../sql/alerts--0.1.0--0.2.0.sql",
+    name = "alerts_0_2_0",
+    finalize
+);
 
 /// Declares `pg_finfo_<name>`, the record Postgres looks up to learn that the
 /// C function `<name>` uses the version-1 calling convention. Takes the finfo

@@ -30,6 +30,7 @@ fn selectivity_of(funcname: &str) -> Option<f64> {
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn alerts_match_support(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    crate::datum::enter("alerts_match_support");
     // SAFETY: the planner passes a Node pointer; we only act on the node type
     // we know and return NULL (no help) for every other request.
     unsafe {

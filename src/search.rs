@@ -281,6 +281,7 @@ unsafe fn copy_into(tt: *mut pg_sys::SPITupleTable, store: *mut pg_sys::Tuplesto
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    crate::datum::enter("alerts_search");
     // SAFETY: we check the call context before using it; argument datums are
     // read only where they are not null.
     unsafe {

@@ -24,6 +24,7 @@ const USAGE: &str = "CREATE TRIGGER alerts_bloom BEFORE INSERT OR UPDATE ON <tab
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn alerts_bloom_trigger(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    crate::datum::enter("alerts_bloom_trigger");
     // SAFETY: we check that the context is a TriggerData before reading it;
     // the tuple, relation and trigger pointers are valid for this call.
     unsafe {

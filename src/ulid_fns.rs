@@ -32,6 +32,7 @@ fn ts_arg_ms(ts: i64) -> u64 {
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn alerts_ulid_floor(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    crate::datum::enter("alerts_ulid_floor");
     // SAFETY: STRICT, one timestamptz (int64 by value).
     let ts = unsafe { arg(fcinfo, 0) }.value() as i64;
     let s = ulid::floor(ts_arg_ms(ts));
@@ -45,6 +46,7 @@ pub unsafe extern "C-unwind" fn alerts_ulid_floor(fcinfo: pg_sys::FunctionCallIn
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn alerts_ulid_time(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    crate::datum::enter("alerts_ulid_time");
     // SAFETY: STRICT, one text argument.
     let bytes = unsafe { varlena_bytes(arg(fcinfo, 0)) };
     let s = String::from_utf8_lossy(bytes);
@@ -60,6 +62,7 @@ pub unsafe extern "C-unwind" fn alerts_ulid_time(fcinfo: pg_sys::FunctionCallInf
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn alerts_ulid(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    crate::datum::enter("alerts_ulid");
     // SAFETY: STRICT, one timestamptz (int64 by value).
     let ts = unsafe { arg(fcinfo, 0) }.value() as i64;
     let ms = ts_arg_ms(ts);

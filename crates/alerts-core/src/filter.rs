@@ -55,7 +55,7 @@ impl Filter {
             other => {
                 return Err(Error::new(
                     ErrorKind::InvalidParameter,
-                    format!("alerts filter must be a JSON object, got a JSON {}", json_type_name(other)),
+                    format!("the filter must be a JSON object, got a JSON {}", json_type_name(other)),
                     "write filters as {\"<attribute>\": \"<value>\"} or {\"<attribute>\": [\"<value>\", ...]} for one of several values; '{}' matches every row",
                 ))
             }
@@ -70,7 +70,7 @@ impl Filter {
                             Value::Array(_) => {
                                 return Err(Error::new(
                                     ErrorKind::InvalidParameter,
-                                    format!("alerts filter value for \"{}\" is an array inside a one-of array", key_for_msg(key)),
+                                    format!("the filter value for \"{}\" is an array inside a one-of array", key_for_msg(key)),
                                     "a one-of array lists single values, for example {\"feature\": [\"a\", \"b\"]}; nested arrays are not supported",
                                 ))
                             }
@@ -208,7 +208,7 @@ fn value_mask(buf: &mut Vec<u8>, key: &str, v: &EncodedValue) -> Bitmap {
 fn null_error(key: &str) -> Error {
     Error::new(
         ErrorKind::InvalidParameter,
-        format!("alerts filter value for \"{}\" is null", key_for_msg(key)),
+        format!("the filter value for \"{}\" is null", key_for_msg(key)),
         "filters select values; drop the key to not filter on it (null attributes are stored as no value)",
     )
 }

@@ -34,12 +34,19 @@ fn value_of(c: u8) -> Option<u8> {
 /// Decodes a ULID (case-insensitive) into (milliseconds, 80 random bits).
 pub fn decode(s: &str) -> Result<(u64, u128), Error> {
     let shown = crate::encoding::truncate(s, 40);
+    if s.len() != LEN && !s.is_ascii() {
+        return Err(Error::new(
+            ErrorKind::InvalidText,
+            format!("\"{shown}\" is not a ULID: it has characters outside Crockford base32"),
+            "ULIDs use the digits 0-9 and the letters A-Z without I, L, O and U",
+        ));
+    }
     if s.len() != LEN {
         return Err(Error::new(
             ErrorKind::InvalidText,
             format!(
                 "\"{shown}\" is not a ULID: it has {} characters, a ULID has 26",
-                s.chars().count()
+                s.len()
             ),
             "a ULID is 26 characters of Crockford base32, for example 01ARZ3NDEKTSV4RRFFQ69G5FAV",
         ));

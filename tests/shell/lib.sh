@@ -1,0 +1,42 @@
+# Shared by the shell tests: connection settings for the scratch cluster of
+# scripts/cluster.sh, a strict psql, and helpers to check a database.
+export PGHOST=${PGHOST:-/tmp} PGPORT=${PGPORT:-5499} PGUSER=${PGUSER:-postgres}
+PGBIN=/usr/lib/postgresql/15/bin
+q() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+qa() { psql -X -q -v ON_ERROR_STOP=1 -At "$@"; }
+fail() { echo "FAIL: $*"; exit 1; }
+wait_ready() {  # waits until the server accepts connections (after crash recovery)
+  for _ in $(seq 1 600); do
+    "$PGBIN/pg_isready" -q && qa -d postgres -c "SELECT 1" >/dev/null 2>&1 && return 0
+    sleep 0.5
+  done
+  fail "server not ready after 300 s"
+}
+# check_table DB TABLE: every row's bitmap equals alerts_bloom(attributes),
+# the btree indexes agree with the heap (amcheck), and alerts_search pages
+# equal the exact filter for a set of filters. Prints one summary line.
+check_table() {
+  local db=$1 t=$2
+  q -d "$db" -c "CREATE EXTENSION IF NOT EXISTS amcheck" 2>/dev/null
+  local wrong
+  wrong=$(qa -d "$db" -c "SELECT count(*) FROM $t WHERE attribute_values_bitmap IS DISTINCT FROM alerts_bloom(attribute_values)")
+  [ "$wrong" = 0 ] || fail "$db.$t: $wrong rows with a wrong bitmap"
+  qa -d "$db" -c "SELECT bt_index_check(c.oid, true) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                  JOIN pg_am am ON am.oid = c.relam WHERE i.indrelid = '$t'::regclass AND am.amname = 'btree'" >/dev/null \
+    || fail "$db.$t: amcheck found an index that disagrees with the heap"
+  local bad
+  bad=$(qa -d "$db" <<SQL
+-- each filter beside the jsonb values whose containment (any of them) is the exact oracle
+SELECT count(*) FROM (SELECT DISTINCT organisation_id FROM $t) o,
+  (VALUES ('{}', '[{}]'), ('{"env": "e1"}', '[{"env": "e1"}]'),
+          ('{"env": ["e2", "e4"], "svc": "s3"}', '[{"env": "e2", "svc": "s3"}, {"env": "e4", "svc": "s3"}]'),
+          ('{"svc": "s11"}', '[{"svc": "s11"}]'), ('{"n": 5}', '[{"n": 5}]'), ('{"env": "none"}', '[{"env": "none"}]')) f(filter, oracle)
+WHERE array(SELECT id FROM alerts_search(NULL::$t, o.organisation_id, f.filter::jsonb, '-infinity', NULL, 100))
+   <> array(SELECT id FROM $t WHERE organisation_id = o.organisation_id
+              AND EXISTS (SELECT 1 FROM jsonb_array_elements(f.oracle::jsonb) a WHERE attribute_values @> a)
+            ORDER BY id DESC LIMIT 100);
+SQL
+)
+  [ "$bad" = 0 ] || fail "$db.$t: $bad searches differ from the exact filter"
+  echo "  $db.$t: $(qa -d "$db" -c "SELECT count(*) FROM $t") rows, bitmaps correct, indexes agree with the heap, searches exact"
+}
