@@ -20,6 +20,7 @@ step() {  # step NAME COMMAND...: runs a step, counts it, keeps going
 
 if [ "${ALERTS_SKIP_LINT:-0}" != 1 ]; then
   step "cargo fmt --check" cargo fmt --all -- --check
+  step "cargo fmt --check (fuzz targets)" cargo fmt --manifest-path fuzz/Cargo.toml -- --check
   step "cargo clippy -D warnings" cargo clippy --workspace --all-targets -- -D warnings
 fi
 step "core unit and property tests (cargo test)" cargo test -p alerts-core
@@ -35,7 +36,9 @@ step "upgrade 0.1.0 -> current, then the suite on the upgraded database" bash te
 # soak, 100,000 hostile inputs) documented in the README.
 if [ "${ALERTS_LONG:-0}" = 1 ]; then
   export ALERTS_SOAK_SECONDS=${ALERTS_SOAK_SECONDS:-600} ALERTS_HOSTILE_CASES=${ALERTS_HOSTILE_CASES:-100000}
+  export ALERTS_FUZZ_RUNS=${ALERTS_FUZZ_RUNS:-20000000}
 fi
+step "cargo fuzz: encoder, filter compiler, ULIDs (${ALERTS_FUZZ_RUNS:-1000000} runs each)" bash tests/shell/fuzz.sh
 step "dump and restore (pg_dump/pg_restore, both forms)" bash tests/shell/dump_restore.sh
 step "hostile and malformed inputs" python3 tests/shell/hostile_inputs.py
 step "concurrency soak (${ALERTS_SOAK_SECONDS:-60} s, 8 clients + COPY)" bash tests/shell/soak.sh

@@ -42,7 +42,9 @@ if ! diff -u target/upgrade-fresh.txt target/upgrade-upgraded.txt; then
   echo "upgrade: 0.1.0 + ALTER EXTENSION UPDATE differs from a fresh install (diff above)"
   exit 1
 fi
-echo "upgrade: $(head -1 target/upgrade-fresh.txt): $(($(wc -l < target/upgrade-fresh.txt) - 1)) objects identical after the upgrade"
+objects=$(psql -X -At -d alerts_fresh -c "SELECT count(*) FROM pg_depend WHERE refclassid = 'pg_extension'::regclass
+  AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'alerts') AND deptype = 'e'")
+echo "upgrade: 0.1.0 -> $(head -1 target/upgrade-fresh.txt): $objects objects identical to a fresh install"
 dropdb alerts_fresh
 
 mkdir -p target/regress-upgraded

@@ -195,8 +195,10 @@ pub fn canonical_number(text: &str) -> Result<String, Error> {
         }
         let s = i;
         while i < b.len() && b[i].is_ascii_digit() {
-            // Saturate: anything this large is refused below anyway.
-            exp = exp.saturating_mul(10).saturating_add((b[i] - b'0') as i64);
+            // Clamp: anything this large is refused below anyway, and the
+            // clamp keeps the arithmetic on `point` from overflowing (found
+            // by the `encode` fuzz target: 1e2044444444444444444444...).
+            exp = (exp * 10 + (b[i] - b'0') as i64).min(1 << 40);
             i += 1;
         }
         if s == i {
@@ -334,6 +336,19 @@ mod tests {
             canonical_number("1e-999999999999").unwrap_err().kind,
             ErrorKind::OutOfRange
         );
+        // exponents beyond i64 (found by the encode fuzz target: overflowed)
+        for huge in [
+            "-1e20444444444444444444444",
+            "1e-20444444444444444444444",
+            "0.5E+99999999999999999999",
+        ] {
+            assert_eq!(
+                canonical_number(huge).unwrap_err().kind,
+                ErrorKind::OutOfRange,
+                "{huge}"
+            );
+        }
+        assert_eq!(canonical_number("0e99999999999999999999").unwrap(), "0");
     }
 
     #[test]
