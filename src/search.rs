@@ -106,12 +106,20 @@ impl TablePlans {
         // SAFETY: SPI is connected by the caller.
         unsafe {
             let t = format!("{}.{}", quoted(&schema), quoted(&name));
+            // The window as row comparisons on (organisation_id, id): only
+            // an index led by both columns can use them. Written as plain
+            // `c.id >= $2 AND c.id < $3`, generic plans on tables with many
+            // equal tenants walked the primary key backwards and filtered
+            // on the tenant (45 ms against 7 ms for 8000 entries, measured
+            // in the soak test's table of 10 tenants).
+            let window =
+                "(c.organisation_id, c.id) >= ($1, $2) AND (c.organisation_id, c.id) < ($1, $3)";
             let s = quoted(ext_schema);
             let walk = prepare(
                 &format!(
                     "SELECT x.r FROM (SELECT c.id, {s}.alerts_bloom_match(c.attribute_values_bitmap, $4) AS maybe
                                       FROM {t} c
-                                      WHERE c.organisation_id = $1 AND c.id >= $2 AND c.id < $3
+                                      WHERE c.organisation_id = $1 AND {window}
                                       ORDER BY c.id DESC LIMIT $6) k
                      CROSS JOIN LATERAL (SELECT a AS r FROM {t} a
                                          WHERE a.id = k.id AND {s}.alerts_attrs_match(a.attribute_values, $4)) x
@@ -122,7 +130,7 @@ impl TablePlans {
             );
             let frontier = prepare(
                 &format!(
-                    "SELECT c.id FROM {t} c WHERE c.organisation_id = $1 AND c.id >= $2 AND c.id < $3
+                    "SELECT c.id FROM {t} c WHERE c.organisation_id = $1 AND {window}
                      ORDER BY c.id DESC OFFSET $4 - 1 LIMIT 1"
                 ),
                 &[TEXT, TEXT, TEXT, INT8],
@@ -131,7 +139,7 @@ impl TablePlans {
             let rest = prepare(
                 &format!(
                     "SELECT x.r FROM (SELECT c.id FROM {t} c
-                                      WHERE c.organisation_id = $1 AND c.id >= $2 AND c.id < $3
+                                      WHERE c.organisation_id = $1 AND {window}
                                         AND {s}.alerts_bloom_match(c.attribute_values_bitmap, $4)
                                       ORDER BY c.id DESC) k
                      CROSS JOIN LATERAL (SELECT a AS r FROM {t} a
@@ -382,59 +390,84 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                 ));
                 TablePlans::new(relid, &ext_schema)
             });
-            let page = Datum::from(page_size as i64);
-            let walked = execute(
-                p.walk,
-                &[org, floor, before, filter, page, Datum::from(budget)],
-            );
-            let got = rows(walked);
-            if got >= page_size as u64 {
-                copy_into(walked, store);
-                return;
-            }
-            let rc = pg_sys::SPI_execute_plan(
-                p.has_gin,
-                [Datum::from(relid)].as_mut_ptr(),
-                c" ".as_ptr(),
-                true,
-                1,
-            );
-            let has_gin = rc == pg_sys::SPI_OK_SELECT as i32 && pg_sys::SPI_processed > 0;
-            // Below 1 match in RARE rows the rest of the window is cheaper
-            // through GIN (it fetches only the few matches); above, walking
-            // on finds the page sooner than GIN fetches every match.
-            if has_gin && (got as i64) * RARE < budget {
-                // GIN answers the whole page over the whole window in one
-                // statement (it finds again what the walk found): cheaper
-                // than locating where the walk stopped.
-                let mut args = vec![org, floor, before, filter, page];
-                for c in &compiled.clauses {
-                    for v in &c.values {
-                        let value = alerts_core::encoding::decode_value(v).or_raise();
-                        args.push(jsonb_datum(
-                            &serde_json::json!({ c.key.clone(): value.clone() }),
-                        ));
-                        args.push(jsonb_datum(&serde_json::json!({ c.key.clone(): [value] })));
-                    }
+            // Walk the window in chunks, newest first: `budget` index
+            // entries, then 4x more each time. After each chunk that leaves
+            // the page short: if the chunk held fewer than 1 match in RARE
+            // entries and a GIN index exists, the filter is rare from here
+            // down (matches often come in bursts: many recent, then none),
+            // so GIN answers the rest of the window; otherwise walk on.
+            let mut cursor = before;
+            let mut collected: i64 = 0;
+            let mut chunk = budget;
+            let mut has_gin: Option<bool> = None;
+            loop {
+                let want = page_size as i64 - collected;
+                let walked = execute(
+                    p.walk,
+                    &[
+                        org,
+                        floor,
+                        cursor,
+                        filter,
+                        Datum::from(want),
+                        Datum::from(chunk),
+                    ],
+                );
+                let got = rows(walked) as i64;
+                if got >= want {
+                    copy_into(walked, store);
+                    return;
                 }
-                let plan = p.gin_plan(&shape);
-                copy_into(execute(plan, &args), store);
-                return;
+                let gin = *has_gin.get_or_insert_with(|| {
+                    let rc = pg_sys::SPI_execute_plan(
+                        p.has_gin,
+                        [Datum::from(relid)].as_mut_ptr(),
+                        c" ".as_ptr(),
+                        true,
+                        1,
+                    );
+                    rc == pg_sys::SPI_OK_SELECT as i32 && pg_sys::SPI_processed > 0
+                });
+                if gin && got * RARE < chunk {
+                    // GIN answers the rest of the page below the cursor in
+                    // one statement (it finds again what this chunk found):
+                    // cheaper than locating where the walk stopped.
+                    let mut args = vec![org, floor, cursor, filter, Datum::from(want)];
+                    for c in &compiled.clauses {
+                        for v in &c.values {
+                            let value = alerts_core::encoding::decode_value(v).or_raise();
+                            args.push(jsonb_datum(
+                                &serde_json::json!({ c.key.clone(): value.clone() }),
+                            ));
+                            args.push(jsonb_datum(&serde_json::json!({ c.key.clone(): [value] })));
+                        }
+                    }
+                    let plan = p.gin_plan(&shape);
+                    copy_into(execute(plan, &args), store);
+                    return;
+                }
+                copy_into(walked, store);
+                collected += got;
+                // Where the chunk stopped (no row: it read the whole window).
+                let stop = execute(p.frontier, &[org, floor, cursor, Datum::from(chunk)]);
+                if rows(stop) == 0 {
+                    return;
+                }
+                let mut isnull = false;
+                let frontier =
+                    pg_sys::SPI_getbinval(*(*stop).vals, (*stop).tupdesc, 1, &mut isnull);
+                if !gin {
+                    // Nothing to switch to: walk the rest without a budget.
+                    let remaining = Datum::from(page_size as i64 - collected);
+                    copy_into(
+                        execute(p.rest, &[org, floor, frontier, filter, remaining]),
+                        store,
+                    );
+                    return;
+                }
+                cursor = frontier;
+                chunk = chunk.saturating_mul(4);
             }
-            copy_into(walked, store);
-            // Without GIN: find where the walk stopped (no row: it read the
-            // whole window) and keep walking from there, without a budget.
-            let stop = execute(p.frontier, &[org, floor, before, Datum::from(budget)]);
-            if rows(stop) == 0 {
-                return;
-            }
-            let mut isnull = false;
-            let frontier = pg_sys::SPI_getbinval(*(*stop).vals, (*stop).tupdesc, 1, &mut isnull);
-            let remaining = Datum::from(page_size as i64 - got as i64);
-            copy_into(
-                execute(p.rest, &[org, floor, frontier, filter, remaining]),
-                store,
-            );
         });
         pg_sys::SPI_finish();
         pg_sys::AtEOXact_GUC(true, guc_level);

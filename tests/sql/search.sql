@@ -49,6 +49,33 @@ CREATE INDEX alerts_gin ON alerts USING gin (attribute_values jsonb_path_ops);
 ANALYZE alerts;
 SELECT * FROM search_differential('walk, then GIN', 12);
 
+-- Bursts: a value at 1% among a tenant's newest 3000 rows and absent below
+-- them (with pages of 50 the walk's first two chunks see it as frequent, the
+-- third as rare and switches to GIN for the rest), and a value absent from the tenant but
+-- frequent in others (GIN reads the others' rows and drops them). Pages must
+-- still equal the exact filter, for every page size and cursor.
+CREATE TABLE burst (id text COLLATE "C" PRIMARY KEY, organisation_id text NOT NULL, attribute_values jsonb NOT NULL,
+                    attribute_values_bitmap bit(512));
+CREATE TRIGGER alerts_bloom BEFORE INSERT OR UPDATE ON burst FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger();
+INSERT INTO burst (id, organisation_id, attribute_values)
+SELECT alerts_ulid(timestamptz '2026-01-01' + g * interval '1 second'), 'T' || (g % 4),
+       jsonb_build_object('svc', CASE WHEN g > 68000 AND g % 400 = 1 THEN 'hot' ELSE 's' || (g % 9) END,
+                          'env', CASE WHEN g % 4 = 2 THEN 'shared' ELSE 'e' || (g % 3) END,
+                          'old', CASE WHEN g % 4 = 1 AND g < 400 THEN 'yes' ELSE 'no' END)
+FROM generate_series(1, 80000) g;
+CREATE INDEX burst_page ON burst (organisation_id, id DESC) INCLUDE (attribute_values_bitmap);
+CREATE INDEX burst_gin ON burst USING gin (attribute_values jsonb_path_ops);
+VACUUM ANALYZE burst;
+SELECT f AS filter, size,
+       bool_and(array(SELECT id FROM alerts_search(NULL::burst, 'T1', f::jsonb, '-infinity', c, size))
+              = array(SELECT id FROM burst WHERE organisation_id = 'T1' AND attribute_values @> f::jsonb AND id < coalesce(c, '8')
+                      ORDER BY id DESC LIMIT size)) AS exact
+FROM unnest(ARRAY['{"svc": "hot"}', '{"env": "shared"}', '{"old": "yes"}', '{"svc": "hot", "env": "e1"}']) f,
+     unnest(ARRAY[10, 50, 400]) size,
+     LATERAL (SELECT NULL::text AS c UNION ALL (SELECT id FROM burst WHERE organisation_id = 'T1' ORDER BY id DESC OFFSET 100 LIMIT 1)) cursors
+GROUP BY f, size ORDER BY f, size;
+DROP TABLE burst;
+
 -- Edge cases.
 SELECT count(*) AS first_page FROM alerts_search(NULL::alerts, 'ORG_A', '{}', '2025-12-01');
 SELECT count(*) AS every_row_of_c FROM alerts_search(NULL::alerts, 'ORG_C', '{}', '-infinity', NULL, 100000);
