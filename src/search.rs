@@ -418,6 +418,16 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                     copy_into(walked, store);
                     return;
                 }
+                // Where the chunk stopped; no row: it read the whole window,
+                // and what it found is the answer (no GIN call needed).
+                let stop = execute(p.frontier, &[org, floor, cursor, Datum::from(chunk)]);
+                if rows(stop) == 0 {
+                    copy_into(walked, store);
+                    return;
+                }
+                let mut isnull = false;
+                let frontier =
+                    pg_sys::SPI_getbinval(*(*stop).vals, (*stop).tupdesc, 1, &mut isnull);
                 let gin = *has_gin.get_or_insert_with(|| {
                     let rc = pg_sys::SPI_execute_plan(
                         p.has_gin,
@@ -430,8 +440,7 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                 });
                 if gin && got * RARE < chunk {
                     // GIN answers the rest of the page below the cursor in
-                    // one statement (it finds again what this chunk found):
-                    // cheaper than locating where the walk stopped.
+                    // one statement (it finds again what this chunk found).
                     let mut args = vec![org, floor, cursor, filter, Datum::from(want)];
                     for c in &compiled.clauses {
                         for v in &c.values {
@@ -448,14 +457,6 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                 }
                 copy_into(walked, store);
                 collected += got;
-                // Where the chunk stopped (no row: it read the whole window).
-                let stop = execute(p.frontier, &[org, floor, cursor, Datum::from(chunk)]);
-                if rows(stop) == 0 {
-                    return;
-                }
-                let mut isnull = false;
-                let frontier =
-                    pg_sys::SPI_getbinval(*(*stop).vals, (*stop).tupdesc, 1, &mut isnull);
                 if !gin {
                     // Nothing to switch to: walk the rest without a budget.
                     let remaining = Datum::from(page_size as i64 - collected);
