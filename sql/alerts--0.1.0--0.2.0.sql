@@ -238,6 +238,23 @@ $$;
 COMMENT ON FUNCTION alerts_backfill_finish(alerts_backfill_state) IS
     'Internal: checks every row''s bitmap after alerts_enable / alerts_rebuild and suggests the fast-path index.';
 
+-- The batch loop shared by alerts_enable and alerts_rebuild: one committed
+-- transaction per batch, then the final check. No SET clause (it commits).
+CREATE PROCEDURE alerts_backfill_run(st alerts_backfill_state)
+    LANGUAGE plpgsql
+AS $$
+BEGIN
+    LOOP
+        EXIT WHEN st.finished;
+        st := @extschema@.alerts_backfill_step(st);
+        COMMIT;
+    END LOOP;
+    PERFORM @extschema@.alerts_backfill_finish(st);
+END
+$$;
+COMMENT ON PROCEDURE alerts_backfill_run(alerts_backfill_state) IS
+    'Internal: runs the batches of alerts_enable / alerts_rebuild, committing after each, then checks every row.';
+
 CREATE FUNCTION alerts_index_command(rel regclass, bitmap_column name DEFAULT 'attribute_values_bitmap')
     RETURNS text
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
@@ -264,12 +281,7 @@ DECLARE
 BEGIN
     st := @extschema@.alerts_enable_prepare(rel, attrs_column, bitmap_column, form, batch_rows, lock_timeout_ms);
     COMMIT;
-    LOOP
-        EXIT WHEN st.finished;
-        st := @extschema@.alerts_backfill_step(st);
-        COMMIT;
-    END LOOP;
-    PERFORM @extschema@.alerts_backfill_finish(st);
+    CALL @extschema@.alerts_backfill_run(st);
 END
 $$;
 COMMENT ON PROCEDURE alerts_enable(regclass, name, name, text, integer, integer) IS
@@ -367,12 +379,7 @@ DECLARE
     st @extschema@.alerts_backfill_state;
 BEGIN
     st := @extschema@.alerts_rebuild_prepare(rel, attrs_column, bitmap_column, batch_rows);
-    LOOP
-        EXIT WHEN st.finished;
-        st := @extschema@.alerts_backfill_step(st);
-        COMMIT;
-    END LOOP;
-    PERFORM @extschema@.alerts_backfill_finish(st);
+    CALL @extschema@.alerts_backfill_run(st);
 END
 $$;
 COMMENT ON PROCEDURE alerts_rebuild(regclass, name, name, integer) IS
