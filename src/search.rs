@@ -19,7 +19,7 @@
 //! only executes. Plans are revalidated by Postgres' plan cache on DDL.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{CStr, CString};
 
 use alerts_core::ulid;
@@ -37,6 +37,9 @@ const INT8: Oid = pg_sys::INT8OID;
 /// Phase 2 uses GIN when the walk found fewer than 1 match in this many rows.
 const RARE: i64 = 200;
 
+/// Bound on the tenants remembered per table and session.
+const BIG_TENANTS_MAX: usize = 10_000;
+
 /// Prepared statements of one table.
 struct TablePlans {
     walk: pg_sys::SPIPlanPtr,
@@ -45,6 +48,12 @@ struct TablePlans {
     has_gin: pg_sys::SPIPlanPtr,
     /// GIN statements by filter shape: the number of values of each key.
     gin: HashMap<Vec<usize>, pg_sys::SPIPlanPtr>,
+    /// Tenants whose window was seen to hold more than a first chunk: for
+    /// them a rare first chunk goes to GIN without first checking whether
+    /// the walk already reached the window's end. Only ever a shortcut to
+    /// GIN, which is exact whatever the window, so a stale entry costs time,
+    /// never rows. Cleared when it reaches BIG_TENANTS_MAX.
+    big_tenants: HashSet<Vec<u8>>,
     table: String,
     schema: String,
 }
@@ -168,6 +177,7 @@ impl TablePlans {
                 rest,
                 has_gin,
                 gin: HashMap::new(),
+                big_tenants: HashSet::new(),
                 table: t,
                 schema: s,
             }
@@ -234,6 +244,31 @@ impl TablePlans {
         };
         self.gin.insert(shape.to_vec(), plan);
         plan
+    }
+}
+
+/// The id `chunk` entries down the window from `cursor`, or None when the
+/// window holds fewer: where a walk of that chunk stopped.
+unsafe fn frontier_of(
+    plan: pg_sys::SPIPlanPtr,
+    org: Datum,
+    floor: Datum,
+    cursor: Datum,
+    chunk: i64,
+) -> Option<Datum> {
+    // SAFETY: SPI is connected; the result table lives until SPI_finish.
+    unsafe {
+        let stop = execute(plan, &[org, floor, cursor, Datum::from(chunk)]);
+        if rows(stop) == 0 {
+            return None;
+        }
+        let mut isnull = false;
+        Some(pg_sys::SPI_getbinval(
+            *(*stop).vals,
+            (*stop).tupdesc,
+            1,
+            &mut isnull,
+        ))
     }
 }
 
@@ -353,7 +388,7 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
         });
         let floor = text_datum(std::str::from_utf8(&ulid::floor(floor_ms)).expect("ascii"));
         let before = arg(4).unwrap_or_else(|| text_datum("8")); // '8' sorts after every ULID
-        let budget = (20 * page_size as i64).max(1000);
+        let budget = (10 * page_size as i64).max(500);
 
         // The result lives in the query's memory, in the table's row type.
         let per_query = (*(*rsinfo).econtext).ecxt_per_query_memory;
@@ -400,6 +435,9 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
             // entries and a GIN index exists, the filter is rare from here
             // down (matches often come in bursts: many recent, then none),
             // so GIN answers the rest of the window; otherwise walk on.
+            let org_key = CStr::from_ptr(pg_sys::text_to_cstring(org.cast_mut_ptr()))
+                .to_bytes()
+                .to_vec();
             let mut cursor = before;
             let mut collected: i64 = 0;
             let mut chunk = budget;
@@ -424,14 +462,24 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                 }
                 // Where the chunk stopped; no row: it read the whole window,
                 // and what it found is the answer (no GIN call needed).
-                let stop = execute(p.frontier, &[org, floor, cursor, Datum::from(chunk)]);
-                if rows(stop) == 0 {
-                    copy_into(walked, store);
-                    return;
+                // Skipped for a first chunk of a tenant known to be big.
+                let first = collected == 0 && chunk == budget;
+                let mut frontier = None;
+                if !(first && p.big_tenants.contains(&org_key)) {
+                    match frontier_of(p.frontier, org, floor, cursor, chunk) {
+                        None => {
+                            copy_into(walked, store);
+                            return;
+                        }
+                        Some(f) => frontier = Some(f),
+                    }
+                    if first {
+                        if p.big_tenants.len() >= BIG_TENANTS_MAX {
+                            p.big_tenants.clear();
+                        }
+                        p.big_tenants.insert(org_key.clone());
+                    }
                 }
-                let mut isnull = false;
-                let frontier =
-                    pg_sys::SPI_getbinval(*(*stop).vals, (*stop).tupdesc, 1, &mut isnull);
                 let gin = *has_gin.get_or_insert_with(|| {
                     let rc = pg_sys::SPI_execute_plan(
                         p.has_gin,
@@ -461,6 +509,11 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                 }
                 copy_into(walked, store);
                 collected += got;
+                let Some(frontier) =
+                    frontier.or_else(|| frontier_of(p.frontier, org, floor, cursor, chunk))
+                else {
+                    return;
+                };
                 if !gin {
                     // Nothing to switch to: walk the rest without a budget.
                     let remaining = Datum::from(page_size as i64 - collected);
