@@ -388,7 +388,7 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
         });
         let floor = text_datum(std::str::from_utf8(&ulid::floor(floor_ms)).expect("ascii"));
         let before = arg(4).unwrap_or_else(|| text_datum("8")); // '8' sorts after every ULID
-        let budget = (10 * page_size as i64).max(500);
+        let budget = (20 * page_size as i64).max(1000);
 
         // The result lives in the query's memory, in the table's row type.
         let per_query = (*(*rsinfo).econtext).ecxt_per_query_memory;
