@@ -42,6 +42,12 @@ DECLARE
     bitmap_type text;
     bitmap_generated "char";
 BEGIN
+    -- In an explicit transaction block, now() is the block's start, earlier
+    -- than this statement's: the procedures commit, so they cannot run there.
+    IF now() <> statement_timestamp() THEN
+        RAISE EXCEPTION '%: must be called outside a transaction block: it commits after every batch', caller
+            USING ERRCODE = 'active_sql_transaction', HINT = format('run CALL %s(...) on its own, with autocommit on', caller);
+    END IF;
     IF rel IS NULL OR attrs_column IS NULL OR bitmap_column IS NULL THEN
         RAISE EXCEPTION '%: rel, attrs_column and bitmap_column must not be NULL', caller
             USING ERRCODE = 'null_value_not_allowed',
@@ -74,7 +80,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION alerts_check_columns(text, regclass, name, name) IS
-    'Internal: checks the table and its attributes and bitmap columns for alerts_enable and alerts_rebuild.';
+    'Internal: checks that alerts_enable / alerts_rebuild run outside a transaction block, and the table and its attributes and bitmap columns.';
 
 -- Runs one DDL statement under lock_timeout, retrying while other sessions
 -- hold conflicting locks, so the ALTER never queues for long in front of the
@@ -299,10 +305,6 @@ DECLARE
     trigger_name name;
     tg_state "char";
 BEGIN
-    IF now() <> statement_timestamp() THEN
-        RAISE EXCEPTION 'alerts_enable: must be called outside a transaction block: it commits after every batch'
-            USING ERRCODE = 'active_sql_transaction', HINT = 'run CALL alerts_enable(...) on its own, with autocommit on';
-    END IF;
     IF form IS NULL OR form NOT IN ('trigger', 'generated') THEN
         RAISE EXCEPTION 'alerts_enable: form must be ''trigger'' or ''generated'', got %', coalesce(quote_literal(form), 'NULL')
             USING ERRCODE = 'invalid_parameter_value',
@@ -393,10 +395,6 @@ AS $$
 DECLARE
     bitmap_generated "char";
 BEGIN
-    IF now() <> statement_timestamp() THEN
-        RAISE EXCEPTION 'alerts_rebuild: must be called outside a transaction block: it commits after every batch'
-            USING ERRCODE = 'active_sql_transaction', HINT = 'run CALL alerts_rebuild(...) on its own, with autocommit on';
-    END IF;
     bitmap_generated := @extschema@.alerts_check_columns('alerts_rebuild', rel, attrs_column, bitmap_column);
     IF bitmap_generated IS NULL THEN
         RAISE EXCEPTION 'alerts_rebuild: table % has no column %', rel, quote_ident(bitmap_column)

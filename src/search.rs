@@ -435,9 +435,6 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
             // entries and a GIN index exists, the filter is rare from here
             // down (matches often come in bursts: many recent, then none),
             // so GIN answers the rest of the window; otherwise walk on.
-            let org_key = CStr::from_ptr(pg_sys::text_to_cstring(org.cast_mut_ptr()))
-                .to_bytes()
-                .to_vec();
             let mut cursor = before;
             let mut collected: i64 = 0;
             let mut chunk = budget;
@@ -464,8 +461,15 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                 // and what it found is the answer (no GIN call needed).
                 // Skipped for a first chunk of a tenant known to be big.
                 let first = collected == 0 && chunk == budget;
+                // The tenant's bytes, read only on this path (not when the
+                // first chunk fills the page).
+                let org_key = first.then(|| {
+                    CStr::from_ptr(pg_sys::text_to_cstring(org.cast_mut_ptr()))
+                        .to_bytes()
+                        .to_vec()
+                });
                 let mut frontier = None;
-                if !(first && p.big_tenants.contains(&org_key)) {
+                if !org_key.as_ref().is_some_and(|k| p.big_tenants.contains(k)) {
                     match frontier_of(p.frontier, org, floor, cursor, chunk) {
                         None => {
                             copy_into(walked, store);
@@ -473,11 +477,11 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                         }
                         Some(f) => frontier = Some(f),
                     }
-                    if first {
+                    if let Some(k) = org_key {
                         if p.big_tenants.len() >= BIG_TENANTS_MAX {
                             p.big_tenants.clear();
                         }
-                        p.big_tenants.insert(org_key.clone());
+                        p.big_tenants.insert(k);
                     }
                 }
                 let gin = *has_gin.get_or_insert_with(|| {
