@@ -512,3 +512,9 @@ END
 $$;
 COMMENT ON FUNCTION alerts_bloom_stats(regclass, name, name, double precision) IS
     'Sizing report of a table''s bitmaps: rows, attribute elements per row (mean, p99, max), bitmap fill, the expected false-positive rate at p99, rows without a bitmap (NULL attributes excepted) or with a stale one, and plain-language advice. sample_percent < 100 reads a TABLESAMPLE SYSTEM sample.';
+
+CREATE FUNCTION alerts_filter_jsonpath(filter jsonb) RETURNS jsonpath
+    AS 'MODULE_PATHNAME', 'alerts_filter_jsonpath'
+    LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 50;
+COMMENT ON FUNCTION alerts_filter_jsonpath(jsonb) IS
+    'A jsonpath p such that every row matching the filter has attribute_values @@ p, in the form one GIN scan answers (jsonb_ops or jsonb_path_ops): candidates to confirm with alerts_attrs_match. NULL when the filter has no such form ({}, a key with [], nested values). alerts_search uses it for rare filters.';

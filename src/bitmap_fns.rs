@@ -17,6 +17,7 @@ crate::finfo_v1!(
     pg_finfo_alerts_attrs_match,
     pg_finfo_alerts_bloom_elements,
     pg_finfo_alerts_format_version,
+    pg_finfo_alerts_filter_jsonpath,
 );
 
 /// `alerts_bloom(attrs jsonb) RETURNS bit(512)`.
@@ -114,4 +115,27 @@ pub unsafe extern "C-unwind" fn alerts_bloom_elements(fcinfo: pg_sys::FunctionCa
 pub unsafe extern "C-unwind" fn alerts_format_version(_fcinfo: pg_sys::FunctionCallInfo) -> Datum {
     crate::datum::enter("alerts_format_version");
     Datum::from(FORMAT_VERSION as i32)
+}
+
+/// `alerts_filter_jsonpath(filter jsonb) RETURNS jsonpath`: a predicate every
+/// row matching the filter satisfies with `attribute_values @@ p`, in the form
+/// a GIN index answers in one scan (the candidates `alerts_search` asks GIN
+/// for); NULL when the filter has none (`{}`, a key with `[]`, nested values).
+///
+/// # Safety
+/// Called by Postgres through the V1 convention, declared STRICT.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn alerts_filter_jsonpath(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    crate::datum::enter("alerts_filter_jsonpath");
+    // SAFETY: STRICT, one jsonb argument; the compiled filter lives in fn_extra.
+    let path = unsafe { compiled(fcinfo, arg(fcinfo, 0)) }.gin_jsonpath();
+    match path {
+        Some(p) => crate::datum::jsonpath_datum(&p),
+        None => {
+            // SAFETY: returning SQL NULL from a V1 function.
+            unsafe { (*fcinfo).isnull = true };
+            Datum::from(0usize)
+        }
+    }
 }

@@ -174,3 +174,13 @@ pub fn text_datum(s: &str) -> Datum {
         ))
     }
 }
+
+/// A `jsonpath` datum parsed from its text (through jsonpath's input function).
+pub fn jsonpath_datum(text: &str) -> Datum {
+    let c = std::ffi::CString::new(text).expect("jsonpath text has no NUL");
+    // SAFETY: jsonpath_in parses a C string into a palloc'd jsonpath.
+    unsafe {
+        pgrx::direct_function_call_as_datum(pg_sys::jsonpath_in, &[Some(Datum::from(c.as_ptr()))])
+            .expect("jsonpath")
+    }
+}

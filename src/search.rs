@@ -1,33 +1,34 @@
 //! `alerts_search(rel anyelement, organisation_id, filter, since, before_id,
 //! page_size) RETURNS SETOF anyelement`: exact pages, newest first.
 //!
-//! Phase 1 walks the newest `budget` rows of the window along the pagination
-//! index, reading only `(organisation_id, id, bitmap)`: with the bitmap
+//! The walk reads the window newest first along the pagination index in
+//! chunks, reading only `(organisation_id, id, bitmap)`: with the bitmap
 //! INCLUDEd in the index that is an index-only scan, and the heap is visited
-//! only for bloom candidates, to recheck them exactly and return them. When
-//! the page is not full after the budget and the walk found fewer than one
-//! match in 200 rows, the filter is rare: phase 2 lets a GIN index on
-//! `attribute_values` fetch the few matches of the whole window if there is
-//! one. Otherwise the walk goes on to the end of the page. Every row returned
-//! passed `alerts_attrs_match`.
+//! only for bloom candidates, to recheck them exactly and return them. When a
+//! chunk leaves the page short and held fewer than one match in 200 entries,
+//! the filter is rare from there down: a GIN index on `attribute_values`, if
+//! there is one, answers the rest of the page with one jsonpath scan
+//! (`alerts_filter_jsonpath`). The (tenant, filter) pair is remembered for a
+//! few seconds so that the next pages of a rare filter go to GIN directly.
+//! Every row returned passed `alerts_attrs_match`.
 //!
 //! Why C and not PL/pgSQL: the first version was PL/pgSQL with `EXECUTE`
 //! (the table is a parameter), which plans 3 statements per call: 2-4 ms of
 //! planning for a page the executor produces in 0.2-1 ms. Here every
-//! statement is prepared once per table and session (`SPI_keepplan`), and the
-//! GIN statement once per filter shape (number of keys and values), so a call
-//! only executes. Plans are revalidated by Postgres' plan cache on DDL.
+//! statement is prepared once per table and session (`SPI_keepplan`), so a
+//! call only executes. Plans are revalidated by Postgres' plan cache on DDL.
 
-use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::ffi::{CStr, CString};
+use std::time::{Duration, Instant};
 
 use alerts_core::ulid;
 use pgrx::pg_guard;
 use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::PgSqlErrorCode;
 
-use crate::datum::{error, text_datum, OrRaise};
+use crate::datum::{error, text_datum};
 
 crate::finfo_v1!(pg_finfo_alerts_search);
 
@@ -37,30 +38,44 @@ const INT8: Oid = pg_sys::INT8OID;
 /// Phase 2 uses GIN when the walk found fewer than 1 match in this many rows.
 const RARE: i64 = 200;
 
-/// Bound on the tenants remembered per table and session.
-const BIG_TENANTS_MAX: usize = 10_000;
+/// How long a (tenant, filter) a walk found rare goes straight to GIN.
+const ROUTE_TTL: Duration = Duration::from_secs(10);
+/// A GIN answer slower than this ends the shortcut: the filter may no longer
+/// be rare for the tenant, and the next call walks first again.
+const ROUTE_SLOW: Duration = Duration::from_millis(5);
+/// Bound on the (tenant, filter) shortcuts remembered per table and session.
+const ROUTES_MAX: usize = 10_000;
 
 /// Prepared statements of one table.
 struct TablePlans {
     walk: pg_sys::SPIPlanPtr,
-    frontier: pg_sys::SPIPlanPtr,
     rest: pg_sys::SPIPlanPtr,
+    gin: pg_sys::SPIPlanPtr,
     has_gin: pg_sys::SPIPlanPtr,
-    /// GIN statements by filter shape: the number of values of each key.
-    gin: HashMap<Vec<usize>, pg_sys::SPIPlanPtr>,
-    /// Tenants whose window was seen to hold more than a first chunk: for
-    /// them a rare first chunk goes to GIN without first checking whether
-    /// the walk already reached the window's end. Only ever a shortcut to
+    /// Whether a GIN index on `attribute_values` exists, and the relcache
+    /// epoch it was read at (any relcache invalidation reads it again).
+    gin_known: Option<(bool, u64)>,
+    /// (tenant, filter) pairs a walk found rare, and when: for ROUTE_TTL
+    /// their calls go to GIN without walking first. Only ever a shortcut to
     /// GIN, which is exact whatever the window, so a stale entry costs time,
-    /// never rows. Cleared when it reaches BIG_TENANTS_MAX.
-    big_tenants: HashSet<Vec<u8>>,
-    table: String,
-    schema: String,
+    /// never rows. Cleared when it reaches ROUTES_MAX.
+    routes: HashMap<(Vec<u8>, Vec<u8>), Instant>,
 }
 
 thread_local! {
     /// Backends are single-threaded; the plans live for the session.
     static PLANS: RefCell<HashMap<Oid, TablePlans>> = RefCell::new(HashMap::new());
+    /// Bumped by every relcache invalidation (an index created or dropped
+    /// sends one for its table).
+    static RELCACHE_EPOCH: Cell<u64> = const { Cell::new(0) };
+    static CALLBACK_REGISTERED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Relcache invalidation callback: only bumps a counter (no catalog access
+/// is allowed here).
+#[pg_guard]
+unsafe extern "C-unwind" fn relcache_changed(_arg: Datum, _relid: Oid) {
+    RELCACHE_EPOCH.with(|e| e.set(e.get().wrapping_add(1)));
 }
 
 unsafe fn cstr_owned(p: *const std::ffi::c_char) -> String {
@@ -74,23 +89,12 @@ unsafe fn quoted(ident: &str) -> String {
     unsafe { cstr_owned(pg_sys::quote_identifier(c.as_ptr())) }
 }
 
-/// Prepares and keeps a statement. `custom`: plan it anew for every call's
-/// values instead of letting the plan cache settle on a generic plan.
-unsafe fn prepare(sql: &str, types: &[Oid], custom: bool) -> pg_sys::SPIPlanPtr {
+/// Prepares and keeps a statement.
+unsafe fn prepare(sql: &str, types: &[Oid]) -> pg_sys::SPIPlanPtr {
     let c = CString::new(sql).expect("no NUL in SQL");
-    let options = if custom {
-        pg_sys::CURSOR_OPT_CUSTOM_PLAN as i32
-    } else {
-        0
-    };
     // SAFETY: SPI is connected by the caller; `types` outlives the call.
     unsafe {
-        let plan = pg_sys::SPI_prepare_cursor(
-            c.as_ptr(),
-            types.len() as i32,
-            types.as_ptr() as *mut Oid,
-            options,
-        );
+        let plan = pg_sys::SPI_prepare(c.as_ptr(), types.len() as i32, types.as_ptr() as *mut Oid);
         if plan.is_null() {
             error(
                 PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
@@ -127,26 +131,28 @@ impl TablePlans {
             // instead of 1).
             let window = "c.id >= $2 AND c.id < $3 AND (c.organisation_id, c.id) < ($1, $3)";
             let s = quoted(ext_schema);
+            // One chunk of the walk: the newest $6 index entries below the
+            // cursor, bloom-tested from the index (index-only), the heap
+            // read only for candidates. Returns the matches (r, newest
+            // first, at most $5 + 1 rows) and, when the chunk was full, its
+            // last entry (n = $6, r NULL unless it matched): where the next
+            // chunk starts. No such row and a short page: the walk reached
+            // the end of the window, and what it found is the answer.
             let walk = prepare(
                 &format!(
-                    "SELECT x.r FROM (SELECT c.id, {s}.alerts_bloom_match(c.attribute_values_bitmap, $4) AS maybe
-                                      FROM {t} c
-                                      WHERE c.organisation_id = $1 AND {window}
-                                      ORDER BY c.id DESC LIMIT $6) k
-                     CROSS JOIN LATERAL (SELECT a AS r FROM {t} a
-                                         WHERE a.id = k.id AND {s}.alerts_attrs_match(a.attribute_values, $4)) x
-                     WHERE k.maybe ORDER BY k.id DESC LIMIT $5"
+                    "SELECT x.r, k.id, k.n
+                     FROM (SELECT c.id, {s}.alerts_bloom_match(c.attribute_values_bitmap, $4) AS maybe,
+                                  row_number() OVER (ORDER BY c.id DESC) AS n
+                           FROM {t} c
+                           WHERE c.organisation_id = $1 AND {window}
+                           ORDER BY c.id DESC LIMIT $6) k
+                     LEFT JOIN LATERAL (SELECT a AS r, true AS hit FROM {t} a
+                                        WHERE k.maybe AND a.id = k.id
+                                          AND {s}.alerts_attrs_match(a.attribute_values, $4)) x ON true
+                     WHERE x.hit OR k.n = $6
+                     ORDER BY k.id DESC LIMIT $5 + 1"
                 ),
                 &[TEXT, TEXT, TEXT, JSONB, INT8, INT8],
-                false,
-            );
-            let frontier = prepare(
-                &format!(
-                    "SELECT c.id FROM {t} c WHERE c.organisation_id = $1 AND {window}
-                     ORDER BY c.id DESC OFFSET $4 - 1 LIMIT 1"
-                ),
-                &[TEXT, TEXT, TEXT, INT8],
-                false,
             );
             let rest = prepare(
                 &format!(
@@ -159,7 +165,28 @@ impl TablePlans {
                      ORDER BY k.id DESC LIMIT $5"
                 ),
                 &[TEXT, TEXT, TEXT, JSONB, INT8],
-                false,
+            );
+            // The GIN statement: $6 is the filter's jsonpath
+            // (alerts_filter_jsonpath), which a GIN index on the attributes
+            // answers in one scan whatever the filter's shape. The tenant
+            // and window conditions are written so that no btree can serve
+            // them (`|| ''`): the only plans left are this bitmap scan of
+            // the candidates (sorted, limited) and a sequential scan, which
+            // the planner never prefers for `@@` (a fixed 0.1% estimate), so
+            // the plan cache may keep one generic plan. Left to itself with
+            // plain conditions the planner sees the LIMIT and walks the
+            // pagination index through the whole window instead (50 ms
+            // against 1.5 ms on the 1M-alert tenant). It runs only once a
+            // walk has shown the filter to be rare.
+            let gin = prepare(
+                &format!(
+                    "SELECT a AS r FROM {t} a
+                     WHERE a.attribute_values @@ $6 AND a.organisation_id || '' = $1
+                       AND a.id || '' >= $2 AND a.id || '' < $3
+                       AND {s}.alerts_attrs_match(a.attribute_values, $4)
+                     ORDER BY a.id DESC LIMIT $5"
+                ),
+                &[TEXT, TEXT, TEXT, JSONB, INT8, pg_sys::JSONPATHOID],
             );
             let has_gin = prepare(
                 "SELECT 1 FROM pg_catalog.pg_index i
@@ -169,106 +196,40 @@ impl TablePlans {
                  WHERE i.indrelid = $1 AND am.amname = 'gin' AND att.attname = 'attribute_values' AND i.indisvalid
                  LIMIT 1",
                 &[pg_sys::OIDOID],
-                false,
             );
             TablePlans {
                 walk,
-                frontier,
                 rest,
+                gin,
                 has_gin,
-                gin: HashMap::new(),
-                big_tenants: HashSet::new(),
-                table: t,
-                schema: s,
+                gin_known: None,
+                routes: HashMap::new(),
             }
         }
     }
 
-    /// The GIN statement for a filter shape: `$6..` are the containment
-    /// values `{k: v}` and `{k: [v]}` of every value, in order.
-    unsafe fn gin_plan(&mut self, shape: &[usize]) -> pg_sys::SPIPlanPtr {
-        if let Some(p) = self.gin.get(shape) {
-            return *p;
-        }
-        let mut param = 6;
-        let mut clauses = Vec::new();
-        for &n in shape {
-            if n == 0 {
-                clauses.push("false".to_string());
-                continue;
+    /// Whether the table has a valid GIN index on `attribute_values`, read
+    /// from the catalog once per relcache epoch.
+    unsafe fn has_gin(&mut self, relid: Oid) -> bool {
+        let epoch = RELCACHE_EPOCH.with(|e| e.get());
+        if let Some((known, at)) = self.gin_known {
+            if at == epoch {
+                return known;
             }
-            let alts: Vec<String> = (0..n)
-                .map(|_| {
-                    let s = format!(
-                        "a.attribute_values @> ${} OR a.attribute_values @> ${}",
-                        param,
-                        param + 1
-                    );
-                    param += 2;
-                    s
-                })
-                .collect();
-            clauses.push(format!("({})", alts.join(" OR ")));
         }
-        let pred = if clauses.is_empty() {
-            "true".to_string()
-        } else {
-            clauses.join(" AND ")
-        };
-        let mut types = vec![TEXT, TEXT, TEXT, JSONB, INT8];
-        types.resize(param - 1, JSONB);
-        let (t, s) = (&self.table, &self.schema);
-        // The tenant and window conditions are written so that no btree can
-        // serve them (`|| ''`): only the GIN index can, and the plan is a
-        // bitmap scan of the candidates, a sort and the limit. Left to
-        // itself the planner prices jsonb `@>` at a fixed selectivity, sees
-        // the LIMIT, and walks the pagination index through the whole window
-        // instead: measured 50 ms against 1.5 ms on the 1M-alert tenant.
-        // Phase 2 runs only once the walk has shown the filter to be rare.
         // SAFETY: SPI is connected by the caller.
-        let plan = unsafe {
-            prepare(
-                &format!(
-                    "SELECT a AS r FROM {t} a
-                     WHERE ({pred}) AND a.organisation_id || '' = $1
-                       AND a.id || '' >= $2 AND a.id || '' < $3
-                       AND {s}.alerts_attrs_match(a.attribute_values, $4)
-                     ORDER BY a.id DESC LIMIT $5"
-                ),
-                &types,
-                // Planned with the values each time: a generic plan of an
-                // AND of several `@>` clauses can fall back to a sequential
-                // scan of the whole table (530 ms measured on 5M rows).
+        let known = unsafe {
+            let rc = pg_sys::SPI_execute_plan(
+                self.has_gin,
+                [Datum::from(relid)].as_mut_ptr(),
+                c" ".as_ptr(),
                 true,
-            )
+                1,
+            );
+            rc == pg_sys::SPI_OK_SELECT as i32 && pg_sys::SPI_processed > 0
         };
-        self.gin.insert(shape.to_vec(), plan);
-        plan
-    }
-}
-
-/// The id `chunk` entries down the window from `cursor`, or None when the
-/// window holds fewer: where a walk of that chunk stopped.
-unsafe fn frontier_of(
-    plan: pg_sys::SPIPlanPtr,
-    org: Datum,
-    floor: Datum,
-    cursor: Datum,
-    chunk: i64,
-) -> Option<Datum> {
-    // SAFETY: SPI is connected; the result table lives until SPI_finish.
-    unsafe {
-        let stop = execute(plan, &[org, floor, cursor, Datum::from(chunk)]);
-        if rows(stop) == 0 {
-            return None;
-        }
-        let mut isnull = false;
-        Some(pg_sys::SPI_getbinval(
-            *(*stop).vals,
-            (*stop).tupdesc,
-            1,
-            &mut isnull,
-        ))
+        self.gin_known = Some((known, epoch));
+        known
     }
 }
 
@@ -300,11 +261,20 @@ unsafe fn rows(tt: *mut pg_sys::SPITupleTable) -> u64 {
     unsafe { (*tt).numvals }
 }
 
-/// Appends the single composite column of a result table to the tuplestore.
-unsafe fn copy_into(tt: *mut pg_sys::SPITupleTable, store: *mut pg_sys::Tuplestorestate) {
+/// Appends the non-NULL values of column 1 (the table's row type) of a
+/// result table to the tuplestore, at most `max`; returns how many.
+unsafe fn copy_into(
+    tt: *mut pg_sys::SPITupleTable,
+    store: *mut pg_sys::Tuplestorestate,
+    max: i64,
+) -> i64 {
+    let mut copied = 0;
     // SAFETY: tt is a live SPI result table whose column 1 is the table's row type.
     unsafe {
         for i in 0..rows(tt) as usize {
+            if copied >= max {
+                break;
+            }
             let tuple = *(*tt).vals.add(i);
             let mut isnull = false;
             let d = pg_sys::SPI_getbinval(tuple, (*tt).tupdesc, 1, &mut isnull);
@@ -318,7 +288,44 @@ unsafe fn copy_into(tt: *mut pg_sys::SPITupleTable, store: *mut pg_sys::Tuplesto
                 ..Default::default()
             };
             pg_sys::tuplestore_puttuple(store, &mut tmp);
+            copied += 1;
         }
+    }
+    copied
+}
+
+/// What one chunk of the walk found: the matches it returned (up to the
+/// page's need + 1) and, when the chunk was full, its last entry's id.
+struct Chunk {
+    table: *mut pg_sys::SPITupleTable,
+    hits: i64,
+    frontier: Option<Datum>,
+}
+
+/// Reads a walk result (columns r, id, n): counts the matches and finds the
+/// row of entry number `chunk`, if the chunk was full.
+unsafe fn read_chunk(tt: *mut pg_sys::SPITupleTable, chunk: i64) -> Chunk {
+    let mut hits = 0;
+    let mut frontier = None;
+    // SAFETY: tt is a live SPI result of the walk statement.
+    unsafe {
+        for i in 0..rows(tt) as usize {
+            let tuple = *(*tt).vals.add(i);
+            let mut isnull = false;
+            pg_sys::SPI_getbinval(tuple, (*tt).tupdesc, 1, &mut isnull);
+            if !isnull {
+                hits += 1;
+            }
+            let n = pg_sys::SPI_getbinval(tuple, (*tt).tupdesc, 3, &mut isnull);
+            if !isnull && n.value() as i64 == chunk {
+                frontier = Some(pg_sys::SPI_getbinval(tuple, (*tt).tupdesc, 2, &mut isnull));
+            }
+        }
+    }
+    Chunk {
+        table: tt,
+        hits,
+        frontier,
     }
 }
 
@@ -378,7 +385,6 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
         }
         // Compiles (and so validates) the filter, with the filter's own errors.
         let compiled = crate::filter_cache::compiled(fcinfo, filter);
-        let shape: Vec<usize> = compiled.clauses.iter().map(|c| c.values.len()).collect();
         let floor_ms = ulid::unix_ms_of_pg_timestamp(since.value() as i64).unwrap_or_else(|| {
             error(
                 PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
@@ -419,6 +425,9 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                 "report this as a bug",
             );
         }
+        if !CALLBACK_REGISTERED.with(|r| r.replace(true)) {
+            pg_sys::CacheRegisterRelcacheCallback(Some(relcache_changed), Datum::from(0usize));
+        }
         PLANS.with(|plans| {
             let mut plans = plans.borrow_mut();
             let p = plans.entry(relid).or_insert_with(|| {
@@ -428,109 +437,102 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                 ));
                 TablePlans::new(relid, &ext_schema)
             });
+            if compiled.matches_nothing() {
+                return; // a key with no accepted values: no row matches
+            }
+            // GIN is an option when the table has one and the filter has a
+            // form it answers (not `{}`, which every row matches).
+            let jsonpath = compiled.gin_jsonpath();
+            let gin = jsonpath.is_some() && p.has_gin(relid);
+            let run_gin = |cursor: Datum, want: i64| {
+                let path = crate::datum::jsonpath_datum(jsonpath.as_deref().expect("checked"));
+                let args = [org, floor, cursor, filter, Datum::from(want), path];
+                copy_into(execute(p.gin, &args), store, want);
+            };
+            let route_key = gin.then(|| {
+                let org_bytes = CStr::from_ptr(pg_sys::text_to_cstring(org.cast_mut_ptr()))
+                    .to_bytes()
+                    .to_vec();
+                (org_bytes, crate::datum::varlena_bytes(filter).to_vec())
+            });
+            if let Some(key) = &route_key {
+                if p.routes.get(key).is_some_and(|t| t.elapsed() < ROUTE_TTL) {
+                    // Walked recently and found rare: straight to GIN. A
+                    // slow answer means the filter is no longer rare here.
+                    let started = Instant::now();
+                    run_gin(before, page_size as i64);
+                    if started.elapsed() > ROUTE_SLOW {
+                        p.routes.remove(key);
+                    }
+                    return;
+                }
+            }
             // Walk the window in chunks, newest first: `budget` index
             // entries, then as many as the rate seen so far says the page
-            // needs (at least twice more each time). After each chunk that leaves
-            // the page short: if the chunk held fewer than 1 match in RARE
-            // entries and a GIN index exists, the filter is rare from here
-            // down (matches often come in bursts: many recent, then none),
-            // so GIN answers the rest of the window; otherwise walk on.
+            // needs (at least twice more each time). After each chunk that
+            // leaves the page short: if the chunk held fewer than 1 match in
+            // RARE entries and GIN is an option, the filter is rare from
+            // here down (matches often come in bursts: many recent, then
+            // none), so GIN answers the rest of the window; otherwise walk on.
             let mut cursor = before;
             let mut collected: i64 = 0;
             let mut chunk = budget;
-            let mut has_gin: Option<bool> = None;
             loop {
                 let want = page_size as i64 - collected;
-                let walked = execute(
-                    p.walk,
-                    &[
-                        org,
-                        floor,
-                        cursor,
-                        filter,
-                        Datum::from(want),
-                        Datum::from(chunk),
-                    ],
+                let c = read_chunk(
+                    execute(
+                        p.walk,
+                        &[
+                            org,
+                            floor,
+                            cursor,
+                            filter,
+                            Datum::from(want),
+                            Datum::from(chunk),
+                        ],
+                    ),
+                    chunk,
                 );
-                let got = rows(walked) as i64;
-                if got >= want {
-                    copy_into(walked, store);
+                if c.hits >= want {
+                    copy_into(c.table, store, want);
                     return;
                 }
-                // Where the chunk stopped; no row: it read the whole window,
-                // and what it found is the answer (no GIN call needed).
-                // Skipped for a first chunk of a tenant known to be big.
-                let first = collected == 0 && chunk == budget;
-                // The tenant's bytes, read only on this path (not when the
-                // first chunk fills the page).
-                let org_key = first.then(|| {
-                    CStr::from_ptr(pg_sys::text_to_cstring(org.cast_mut_ptr()))
-                        .to_bytes()
-                        .to_vec()
-                });
-                let mut frontier = None;
-                if !org_key.as_ref().is_some_and(|k| p.big_tenants.contains(k)) {
-                    match frontier_of(p.frontier, org, floor, cursor, chunk) {
-                        None => {
-                            copy_into(walked, store);
-                            return;
-                        }
-                        Some(f) => frontier = Some(f),
-                    }
-                    if let Some(k) = org_key {
-                        if p.big_tenants.len() >= BIG_TENANTS_MAX {
-                            p.big_tenants.clear();
-                        }
-                        p.big_tenants.insert(k);
-                    }
-                }
-                let gin = *has_gin.get_or_insert_with(|| {
-                    let rc = pg_sys::SPI_execute_plan(
-                        p.has_gin,
-                        [Datum::from(relid)].as_mut_ptr(),
-                        c" ".as_ptr(),
-                        true,
-                        1,
-                    );
-                    rc == pg_sys::SPI_OK_SELECT as i32 && pg_sys::SPI_processed > 0
-                });
-                if gin && got * RARE < chunk {
-                    // GIN answers the rest of the page below the cursor in
-                    // one statement (it finds again what this chunk found).
-                    let mut args = vec![org, floor, cursor, filter, Datum::from(want)];
-                    for c in &compiled.clauses {
-                        for v in &c.values {
-                            let value = alerts_core::encoding::decode_value(v).or_raise();
-                            args.push(jsonb_datum(
-                                &serde_json::json!({ c.key.clone(): value.clone() }),
-                            ));
-                            args.push(jsonb_datum(&serde_json::json!({ c.key.clone(): [value] })));
-                        }
-                    }
-                    let plan = p.gin_plan(&shape);
-                    copy_into(execute(plan, &args), store);
-                    return;
-                }
-                copy_into(walked, store);
-                collected += got;
-                let Some(frontier) =
-                    frontier.or_else(|| frontier_of(p.frontier, org, floor, cursor, chunk))
-                else {
+                let Some(frontier) = c.frontier else {
+                    // The walk reached the end of the window: that's all.
+                    copy_into(c.table, store, want);
                     return;
                 };
+                if gin && c.hits * RARE < chunk {
+                    // GIN answers the rest of the page below the cursor in
+                    // one statement (it finds again what this chunk found).
+                    if collected == 0 && cursor == before {
+                        let key = route_key.expect("gin");
+                        if p.routes.len() >= ROUTES_MAX {
+                            p.routes.clear();
+                        }
+                        p.routes.insert(key, Instant::now());
+                    }
+                    run_gin(cursor, want);
+                    return;
+                }
+                collected += copy_into(c.table, store, want);
                 if !gin {
                     // Nothing to switch to: walk the rest without a budget.
-                    let remaining = Datum::from(page_size as i64 - collected);
+                    let remaining = page_size as i64 - collected;
                     copy_into(
-                        execute(p.rest, &[org, floor, frontier, filter, remaining]),
+                        execute(
+                            p.rest,
+                            &[org, floor, frontier, filter, Datum::from(remaining)],
+                        ),
                         store,
+                        remaining,
                     );
                     return;
                 }
                 // The next chunk: enough, at this chunk's rate, for the rest
                 // of the page with half as much again to spare (so a second
                 // chunk usually fills it), and at least twice this one.
-                let needed = (page_size as i64 - collected) * chunk / got.max(1);
+                let needed = (page_size as i64 - collected) * chunk / c.hits.max(1);
                 cursor = frontier;
                 chunk = (needed.saturating_mul(3) / 2).max(chunk.saturating_mul(2));
             }
@@ -543,15 +545,5 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
         (*rsinfo).setDesc = desc;
         (*fcinfo).isnull = true;
         Datum::from(0usize)
-    }
-}
-
-/// A jsonb datum from a serde value (through jsonb's text input).
-fn jsonb_datum(v: &serde_json::Value) -> Datum {
-    let text = CString::new(v.to_string()).expect("JSON text has no NUL");
-    // SAFETY: jsonb_in parses a C string into a palloc'd jsonb.
-    unsafe {
-        pgrx::direct_function_call_as_datum(pg_sys::jsonb_in, &[Some(Datum::from(text.as_ptr()))])
-            .expect("jsonb")
     }
 }

@@ -134,9 +134,55 @@ impl Filter {
         Ok(all)
     }
 
+    /// True when a key of the filter has no values (`[]`): no row matches.
+    pub fn matches_nothing(&self) -> bool {
+        self.never
+    }
+
     /// True when the filter is `{}`.
     pub fn is_empty(&self) -> bool {
         self.clauses.is_empty()
+    }
+
+    /// A jsonpath predicate `p` such that every attributes object this filter
+    /// matches satisfies `attributes @@ p` (the converse need not hold: it
+    /// selects candidates, the exact test decides), in a form a GIN index on
+    /// the attributes (`jsonb_ops` or `jsonb_path_ops`) answers with one scan:
+    /// `$."k" == v` per value, `||` within a key, `&&` across keys. Lax mode
+    /// compares an array's items with `v`, which is the filter's "equals or
+    /// contains". None when no such form exists: `{}` (every row), a key with
+    /// no values (no row), a nested value, or a number whose canonical text is
+    /// not a plain decimal.
+    pub fn gin_jsonpath(&self) -> Option<String> {
+        if self.clauses.is_empty() || self.never {
+            return None;
+        }
+        let mut out = String::new();
+        for (i, c) in self.clauses.iter().enumerate() {
+            if i > 0 {
+                out.push_str(" && ");
+            }
+            let key = Value::String(c.key.clone()).to_string();
+            out.push('(');
+            for (j, v) in c.values.iter().enumerate() {
+                if j > 0 {
+                    out.push_str(" || ");
+                }
+                let text = std::str::from_utf8(&v.bytes).ok()?;
+                let literal = match v.tag {
+                    b's' => Value::String(text.to_string()).to_string(),
+                    b'b' if text == "true" || text == "false" => text.to_string(),
+                    b'n' if is_plain_decimal(text) => text.to_string(),
+                    _ => return None,
+                };
+                out.push_str("$.");
+                out.push_str(&key);
+                out.push_str(" == ");
+                out.push_str(&literal);
+            }
+            out.push(')');
+        }
+        Some(out)
     }
 
     /// The probabilistic test: false means the row cannot match; true means it
@@ -190,6 +236,18 @@ impl Filter {
         }
         Ok(true)
     }
+}
+
+/// `-?digits(.digits)?`: a number jsonpath reads as one constant (a leading
+/// minus is folded into the literal), with the value numeric gives it.
+fn is_plain_decimal(s: &str) -> bool {
+    let body = s.strip_prefix('-').unwrap_or(s);
+    let (int, frac) = match body.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (body, None),
+    };
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    digits(int) && frac.is_none_or(digits)
 }
 
 /// Every bit of `mask` is set in `w`.
@@ -284,5 +342,28 @@ mod tests {
         let m = Filter::single_mask(&json!({"team": "t1", "feature": "b"})).unwrap();
         assert!(bm.contains(&m));
         assert_eq!(Filter::single_mask(&json!({})).unwrap(), Bitmap::default());
+    }
+
+    #[test]
+    fn gin_jsonpath_forms() {
+        let p = |f: serde_json::Value| Filter::compile(&f).unwrap().gin_jsonpath();
+        assert_eq!(
+            p(json!({"team": "t\"1", "n": [-1.50, 2, true]})).as_deref(),
+            Some(r#"($."n" == true || $."n" == -1.5 || $."n" == 2) && ($."team" == "t\"1")"#)
+        );
+        assert_eq!(
+            p(json!({"": "a\u{0001}"})).as_deref(),
+            Some(r#"($."" == "a\u0001")"#)
+        );
+        assert_eq!(p(json!({})), None);
+        assert_eq!(p(json!({"a": "x", "b": []})), None);
+        assert_eq!(p(json!({"o": {"x": 1}})), None);
+        assert!(is_plain_decimal("-0.001") && is_plain_decimal("10"));
+        assert!(
+            !is_plain_decimal("1e5")
+                && !is_plain_decimal("-")
+                && !is_plain_decimal("1.")
+                && !is_plain_decimal(".5")
+        );
     }
 }
