@@ -207,7 +207,7 @@ def method_sql(m, s, db):
         return (f"SELECT a.* FROM ({inner}) c CROSS JOIN LATERAL "
                 f"(SELECT * FROM alerts a WHERE a.id = c.id AND alerts_attrs_match(a.attribute_values, {f}){prio}) a "
                 f"ORDER BY c.id DESC LIMIT {s['limit']}")
-    if m == "search":
+    if m in ("search", "search_cold"):
         if s["priority"]:
             return None  # alerts_search has no column filters
         since_arg = "now() - interval '30 days'" if s["window"] == "30d" else "'-infinity'"
@@ -217,8 +217,10 @@ def method_sql(m, s, db):
     raise ValueError(m)
 
 
-METHODS = ["gin", "gin_all", "gin_tags", "rum", "sql_bloom", "ext", "ext_ios", "search"]
-PGOPTIONS = {"gin_all": "-c enable_indexscan=off -c enable_indexonlyscan=off"}
+METHODS = ["gin", "gin_all", "gin_tags", "rum", "sql_bloom", "ext", "ext_ios", "search_cold", "search"]
+PGOPTIONS = {"gin_all": "-c enable_indexscan=off -c enable_indexonlyscan=off",
+             # every call walks first: no per-session (tenant, filter) shortcut to GIN
+             "search_cold": "-c alerts.search_shortcuts=off"}
 LABELS = {
     "gin": "GIN jsonb_path_ops (planner)",
     "gin_all": "GIN, reads all matches + sort",
@@ -227,6 +229,7 @@ LABELS = {
     "sql_bloom": "plain-SQL bloom (article)",
     "ext": "alerts_bloom_match walk",
     "ext_ios": "alerts index-only walk",
+    "search_cold": "alerts_search(), no shortcuts",
     "search": "alerts_search()",
 }
 
@@ -357,7 +360,7 @@ def svg_chart(results, path):
     for r in rows:
         if r["scenario"] not in scen:
             scen.append(r["scenario"])
-    colors = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#000000"]
+    colors = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f", "#000000"]
     bar, gap, left, width = 7, 10, 260, 620
     height = len(scen) * (len(METHODS) * bar + gap) + 80
     lo, hi = 0.01, max([r["p95"] for r in rows if r["p95"] == r["p95"]] + [1]) * 1.2

@@ -18,6 +18,27 @@ mod ulid_fns;
 
 pgrx::pg_module_magic!();
 
+/// `alerts.search_shortcuts` (default on): whether `alerts_search` sends a
+/// (tenant, filter) that a walk of this session found rare straight to GIN
+/// for the next 10 seconds. Off: every call walks first (the cold path; the
+/// benchmark measures both).
+pub static SEARCH_SHORTCUTS: pgrx::GucSetting<bool> = pgrx::GucSetting::<bool>::new(true);
+
+/// Registers the extension's settings when the library is loaded.
+#[pgrx::pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    pgrx::GucRegistry::define_bool_guc(
+        c"alerts.search_shortcuts",
+        c"Lets alerts_search send a tenant and filter its walk found rare straight to GIN for 10 seconds.",
+        c"Only ever a shortcut to the exact GIN path: turning it off changes timings, never rows.",
+        &SEARCH_SHORTCUTS,
+        pgrx::GucContext::Userset,
+        pgrx::GucFlags::default(),
+    );
+    // SAFETY: called once at load, with a static NUL-terminated prefix.
+    unsafe { pgrx::pg_sys::MarkGUCPrefixReserved(c"alerts".as_ptr()) };
+}
+
 pgrx::extension_sql_file!("../sql/alerts.sql", name = "alerts_objects", bootstrap);
 // Each upgrade script is also the tail of a fresh install, so both paths
 // build the same objects.

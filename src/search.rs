@@ -449,7 +449,7 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                 let args = [org, floor, cursor, filter, Datum::from(want), path];
                 copy_into(execute(p.gin, &args), store, want);
             };
-            let route_key = gin.then(|| {
+            let route_key = (gin && crate::SEARCH_SHORTCUTS.get()).then(|| {
                 let org_bytes = CStr::from_ptr(pg_sys::text_to_cstring(org.cast_mut_ptr()))
                     .to_bytes()
                     .to_vec();
@@ -505,8 +505,7 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                 if gin && c.hits * RARE < chunk {
                     // GIN answers the rest of the page below the cursor in
                     // one statement (it finds again what this chunk found).
-                    if collected == 0 && cursor == before {
-                        let key = route_key.expect("gin");
+                    if let (true, Some(key)) = (collected == 0 && cursor == before, route_key) {
                         if p.routes.len() >= ROUTES_MAX {
                             p.routes.clear();
                         }

@@ -48,6 +48,10 @@ SELECT * FROM search_differential('walk only', 12);
 CREATE INDEX alerts_gin ON alerts USING gin (attribute_values jsonb_path_ops);
 ANALYZE alerts;
 SELECT * FROM search_differential('walk, then GIN', 12);
+-- The same without the session's shortcuts: every call walks first.
+SET alerts.search_shortcuts = off;
+SELECT * FROM search_differential('walk, then GIN, no shortcuts', 12);
+RESET alerts.search_shortcuts;
 
 -- The GIN statement's predicate, alerts_filter_jsonpath, selects a superset
 -- of the exact filter: no row a filter matches fails `@@` (5,000 rows x the
@@ -85,6 +89,9 @@ DROP INDEX route_gin;
 SELECT route_exact(50) AS without_gin;
 CREATE INDEX route_gin ON route USING gin (attribute_values jsonb_path_ops);
 SELECT route_exact(50) AS gin_again, route_exact(3100) AS all_of_them;
+SET alerts.search_shortcuts = off;
+SELECT route_exact(50) AS no_shortcuts, current_setting('alerts.search_shortcuts') AS setting;
+RESET alerts.search_shortcuts;
 DROP TABLE route;
 DROP FUNCTION route_exact(int);
 
