@@ -518,3 +518,9 @@ CREATE FUNCTION alerts_filter_jsonpath(filter jsonb) RETURNS jsonpath
     LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 50;
 COMMENT ON FUNCTION alerts_filter_jsonpath(jsonb) IS
     'A jsonpath p such that every row matching the filter has attribute_values @@ p, in the form one GIN scan answers (jsonb_ops or jsonb_path_ops): candidates to confirm with alerts_attrs_match. NULL when the filter has no such form ({}, a key with [], nested values). alerts_search uses it for rare filters.';
+
+CREATE FUNCTION alerts_search_probe(id text, bitmap bit, filter jsonb) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'alerts_search_probe'
+    LANGUAGE c VOLATILE PARALLEL UNSAFE COST 1;
+COMMENT ON FUNCTION alerts_search_probe(text, bit, jsonb) IS
+    'Internal to alerts_search: the walk''s bloom test (a NULL bitmap is a candidate), which also counts the index entries it sees and keeps the smallest id so that a chunk of the walk tells where it stopped. Not for direct use.';
