@@ -524,3 +524,9 @@ CREATE FUNCTION alerts_search_probe(id text, bitmap bit, filter jsonb) RETURNS b
     LANGUAGE c VOLATILE PARALLEL UNSAFE COST 1;
 COMMENT ON FUNCTION alerts_search_probe(text, bit, jsonb) IS
     'Internal to alerts_search: the walk''s bloom test (a NULL bitmap is a candidate), which also counts the index entries it sees and keeps the smallest id so that a chunk of the walk tells where it stopped. Not for direct use.';
+
+CREATE FUNCTION alerts_keys(organisation_id text, id text, attrs jsonb) RETURNS bigint[]
+    AS 'MODULE_PATHNAME', 'alerts_keys'
+    LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 100;
+COMMENT ON FUNCTION alerts_keys(text, text, jsonb) IS
+    'The tenant keys of a row: each attribute element hashed with the tenant and the week of the row''s ULID. Index them with CREATE INDEX ... USING gin (alerts_keys(organisation_id, id, attribute_values)); alerts_search then answers rare filters by reading only the tenant''s matching rows of the window''s weeks, newest week first.';

@@ -116,7 +116,7 @@ pub unsafe fn for_each_value(v: &JsonbValue, f: &mut dyn FnMut(u8, &[u8]) -> boo
 ///
 /// # Safety
 /// `d` must be a non-null `jsonb` datum.
-unsafe fn for_each_element_of(d: Datum, mut f: impl FnMut(&[u8], u8, &[u8])) {
+pub(crate) unsafe fn for_each_element_of(d: Datum, mut f: impl FnMut(&[u8], u8, &[u8])) {
     // SAFETY: the iterator walks the live, detoasted object.
     unsafe {
         let mut it = pg_sys::JsonbIteratorInit(object_root(d));

@@ -11,6 +11,7 @@ mod bitmap_fns;
 mod datum;
 mod filter_cache;
 mod jsonb;
+mod keys;
 mod planner;
 mod search;
 mod trigger;

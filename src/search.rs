@@ -43,19 +43,33 @@ const ROUTE_TTL: Duration = Duration::from_secs(10);
 /// A GIN answer slower than this ends the shortcut: the filter may no longer
 /// be rare for the tenant, and the next call walks first again.
 const ROUTE_SLOW: Duration = Duration::from_millis(5);
+/// Weeks of the first range the tenant-keys path reads (a 30-day window in
+/// one statement), doubled for each next range.
+const FIRST_WEEKS: u64 = 6;
 /// Bound on the (tenant, filter) shortcuts remembered per table and session.
 const ROUTES_MAX: usize = 10_000;
 
 /// Prepared statements of one table.
 struct TablePlans {
     walk: pg_sys::SPIPlanPtr,
+    above: pg_sys::SPIPlanPtr,
     frontier: pg_sys::SPIPlanPtr,
     rest: pg_sys::SPIPlanPtr,
     gin: pg_sys::SPIPlanPtr,
-    has_gin: pg_sys::SPIPlanPtr,
-    /// Whether a GIN index on `attribute_values` exists, and the relcache
-    /// epoch it was read at (any relcache invalidation reads it again).
-    gin_known: Option<(bool, u64)>,
+    /// Which GIN indexes the table has: (on `attribute_values`, on
+    /// `alerts_keys(...)`).
+    indexes: pg_sys::SPIPlanPtr,
+    /// The answer of `indexes` and the relcache epoch it was read at (any
+    /// relcache invalidation, such as an index created or dropped, reads it
+    /// again).
+    indexes_known: Option<((bool, bool), u64)>,
+    /// The newest and the oldest entry of a tenant's window.
+    newest: pg_sys::SPIPlanPtr,
+    oldest: pg_sys::SPIPlanPtr,
+    /// Tenant-key statements by the filter's number of keys.
+    keys: HashMap<usize, pg_sys::SPIPlanPtr>,
+    table: String,
+    schema: String,
     /// (tenant, filter) pairs a walk found rare, and when: for ROUTE_TTL
     /// their calls go to GIN without walking first. Only ever a shortcut to
     /// GIN, which is exact whatever the window, so a stale entry costs time,
@@ -148,12 +162,33 @@ unsafe fn quoted(ident: &str) -> String {
     unsafe { cstr_owned(pg_sys::quote_identifier(c.as_ptr())) }
 }
 
-/// Prepares and keeps a statement.
+/// Prepares and keeps a statement, left to the plan cache's choice between
+/// custom and generic plans.
 unsafe fn prepare(sql: &str, types: &[Oid]) -> pg_sys::SPIPlanPtr {
+    // SAFETY: as prepare_with.
+    unsafe { prepare_with(sql, types, 0) }
+}
+
+/// Prepares and keeps a statement that always runs its generic plan: for
+/// the index statements, whose only possible plans are the bitmap scan of
+/// the index and a sequential scan. Left to choose, the plan cache compared
+/// the generic plan's cost (a default selectivity) with custom plans priced
+/// from the call's keys and planned every call anew (0.1-0.2 ms each).
+unsafe fn prepare_generic(sql: &str, types: &[Oid]) -> pg_sys::SPIPlanPtr {
+    // SAFETY: as prepare_with.
+    unsafe { prepare_with(sql, types, pg_sys::CURSOR_OPT_GENERIC_PLAN as i32) }
+}
+
+unsafe fn prepare_with(sql: &str, types: &[Oid], options: i32) -> pg_sys::SPIPlanPtr {
     let c = CString::new(sql).expect("no NUL in SQL");
     // SAFETY: SPI is connected by the caller; `types` outlives the call.
     unsafe {
-        let plan = pg_sys::SPI_prepare(c.as_ptr(), types.len() as i32, types.as_ptr() as *mut Oid);
+        let plan = pg_sys::SPI_prepare_cursor(
+            c.as_ptr(),
+            types.len() as i32,
+            types.as_ptr() as *mut Oid,
+            options,
+        );
         if plan.is_null() {
             error(
                 PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
@@ -218,11 +253,25 @@ impl TablePlans {
                 ),
                 &[TEXT, TEXT, TEXT, INT8],
             );
+            // Rows of the window whose ids sort at or after '8' (no ULID
+            // does): read on first pages, before the ULIDs.
+            let above = prepare(
+                &format!(
+                    "SELECT x.r FROM (SELECT c.id FROM {t} c
+                                      WHERE c.organisation_id = $1 AND c.id >= $2 AND c.id >= '8'
+                                        AND {s}.alerts_search_probe(c.id, c.attribute_values_bitmap, $3)
+                                      ORDER BY c.id DESC) k
+                     CROSS JOIN LATERAL (SELECT a AS r FROM {t} a
+                                         WHERE a.id = k.id AND {s}.alerts_attrs_match(a.attribute_values, $3)) x
+                     ORDER BY k.id DESC LIMIT $4"
+                ),
+                &[TEXT, TEXT, JSONB, INT8],
+            );
             let rest = prepare(
                 &format!(
                     "SELECT x.r FROM (SELECT c.id FROM {t} c
                                       WHERE c.organisation_id = $1 AND {window}
-                                        AND {s}.alerts_bloom_match(c.attribute_values_bitmap, $4)
+                                        AND {s}.alerts_search_probe(c.id, c.attribute_values_bitmap, $4)
                                       ORDER BY c.id DESC) k
                      CROSS JOIN LATERAL (SELECT a AS r FROM {t} a
                                          WHERE a.id = k.id AND {s}.alerts_attrs_match(a.attribute_values, $4)) x
@@ -242,7 +291,7 @@ impl TablePlans {
             // pagination index through the whole window instead (50 ms
             // against 1.5 ms on the 1M-alert tenant). It runs only once a
             // walk has shown the filter to be rare.
-            let gin = prepare(
+            let gin = prepare_generic(
                 &format!(
                     "SELECT a AS r FROM {t} a
                      WHERE a.attribute_values @@ $6 AND a.organisation_id || '' = $1
@@ -252,49 +301,203 @@ impl TablePlans {
                 ),
                 &[TEXT, TEXT, TEXT, JSONB, INT8, pg_sys::JSONPATHOID],
             );
-            let has_gin = prepare(
-                "SELECT 1 FROM pg_catalog.pg_index i
+            let indexes = prepare(
+                "SELECT coalesce(bool_or(att.attname = 'attribute_values'), false),
+                        coalesce(bool_or(pg_catalog.pg_get_expr(i.indexprs, i.indrelid)
+                                         LIKE '%alerts_keys(organisation_id, id, attribute_values)'), false)
+                 FROM pg_catalog.pg_index i
                  JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
                  JOIN pg_catalog.pg_am am ON am.oid = ic.relam
-                 JOIN pg_catalog.pg_attribute att ON att.attrelid = i.indrelid AND att.attnum = i.indkey[0]
-                 WHERE i.indrelid = $1 AND am.amname = 'gin' AND att.attname = 'attribute_values' AND i.indisvalid
-                 LIMIT 1",
+                 LEFT JOIN pg_catalog.pg_attribute att ON att.attrelid = i.indrelid AND att.attnum = i.indkey[0]
+                 WHERE i.indrelid = $1 AND am.amname = 'gin' AND i.indisvalid AND i.indpred IS NULL",
                 &[pg_sys::OIDOID],
+            );
+            let newest = prepare(
+                &format!(
+                    "SELECT c.id FROM {t} c WHERE c.organisation_id = $1 AND {window} ORDER BY c.id DESC LIMIT 1"
+                ),
+                &[TEXT, TEXT, TEXT],
+            );
+            let oldest = prepare(
+                &format!(
+                    "SELECT c.id FROM {t} c WHERE c.organisation_id = $1 AND {window} ORDER BY c.id LIMIT 1"
+                ),
+                &[TEXT, TEXT, TEXT],
             );
             TablePlans {
                 walk,
+                above,
                 frontier,
                 rest,
                 gin,
-                has_gin,
-                gin_known: None,
+                indexes,
+                indexes_known: None,
+                newest,
+                oldest,
+                keys: HashMap::new(),
                 routes: HashMap::new(),
+                table: t,
+                schema: s,
             }
         }
     }
 
-    /// Whether the table has a valid GIN index on `attribute_values`, read
-    /// from the catalog once per relcache epoch.
-    unsafe fn has_gin(&mut self, relid: Oid) -> bool {
+    /// (GIN on `attribute_values`, GIN on `alerts_keys(...)`): valid,
+    /// non-partial indexes of the table, read from the catalog once per
+    /// relcache epoch.
+    unsafe fn indexes(&mut self, relid: Oid) -> (bool, bool) {
         let epoch = RELCACHE_EPOCH.with(|e| e.get());
-        if let Some((known, at)) = self.gin_known {
+        if let Some((known, at)) = self.indexes_known {
             if at == epoch {
                 return known;
             }
         }
         // SAFETY: SPI is connected by the caller.
         let known = unsafe {
-            let rc = pg_sys::SPI_execute_plan(
-                self.has_gin,
-                [Datum::from(relid)].as_mut_ptr(),
-                c" ".as_ptr(),
-                true,
-                1,
-            );
-            rc == pg_sys::SPI_OK_SELECT as i32 && pg_sys::SPI_processed > 0
+            let tt = execute(self.indexes, &[Datum::from(relid)]);
+            let mut isnull = false;
+            let gin = pg_sys::SPI_getbinval(*(*tt).vals, (*tt).tupdesc, 1, &mut isnull);
+            let keys = pg_sys::SPI_getbinval(*(*tt).vals, (*tt).tupdesc, 2, &mut isnull);
+            (gin.value() != 0, keys.value() != 0)
         };
-        self.gin_known = Some((known, epoch));
+        self.indexes_known = Some((known, epoch));
         known
+    }
+
+    /// The tenant-key statement for filters of `n` keys: `$6..` are the keys
+    /// each clause looks up (`alerts_core::keys::clause_keys`). As in the
+    /// GIN statement, the tenant and window conditions are out of the
+    /// btrees' reach, so the plan is the bitmap scan of the keys index.
+    unsafe fn keys_plan(&mut self, n: usize) -> pg_sys::SPIPlanPtr {
+        if let Some(p) = self.keys.get(&n) {
+            return *p;
+        }
+        let (t, s) = (&self.table, &self.schema);
+        let pred: Vec<String> = (0..n)
+            .map(|i| {
+                format!(
+                    "{s}.alerts_keys(a.organisation_id, a.id, a.attribute_values) OPERATOR(pg_catalog.&&) ${}",
+                    6 + i
+                )
+            })
+            .collect();
+        let mut types = vec![TEXT, TEXT, TEXT, JSONB, INT8];
+        types.resize(5 + n, pg_sys::INT8ARRAYOID);
+        // SAFETY: SPI is connected by the caller.
+        let plan = unsafe {
+            prepare_generic(
+                &format!(
+                    "SELECT a AS r FROM {t} a
+                     WHERE {} AND a.organisation_id || '' = $1
+                       AND a.id || '' >= $2 AND a.id || '' < $3
+                       AND {s}.alerts_attrs_match(a.attribute_values, $4)
+                     ORDER BY a.id DESC LIMIT $5",
+                    pred.join(" AND ")
+                ),
+                &types,
+            )
+        };
+        self.keys.insert(n, plan);
+        plan
+    }
+}
+
+/// The first id a one-column statement returns, if any (bytes copied).
+unsafe fn first_id(plan: pg_sys::SPIPlanPtr, args: &[Datum]) -> Option<Vec<u8>> {
+    // SAFETY: SPI is connected; the statement returns one text column.
+    unsafe {
+        let tt = execute(plan, args);
+        if rows(tt) == 0 {
+            return None;
+        }
+        let mut isnull = false;
+        let d = pg_sys::SPI_getbinval(*(*tt).vals, (*tt).tupdesc, 1, &mut isnull);
+        (!isnull).then(|| crate::datum::varlena_bytes(d).to_vec())
+    }
+}
+
+/// A `text` datum of raw bytes.
+fn text_of(bytes: &[u8]) -> Datum {
+    // SAFETY: cstring_to_text_with_len copies `len` bytes into a new text.
+    unsafe {
+        Datum::from(pg_sys::cstring_to_text_with_len(
+            bytes.as_ptr() as *const _,
+            bytes.len() as i32,
+        ))
+    }
+}
+
+/// The rest of a page through the tenant-keys index, newest weeks first:
+/// the newest FIRST_WEEKS weeks, then twice as many each time, until the page is full or the
+/// window's oldest week is read. Every range is bounded by ids (each row
+/// belongs to exactly one range) and checked exactly. Returns false, having
+/// written nothing, when the window's ends are not ULIDs (no weeks to walk).
+#[allow(clippy::too_many_arguments)]
+unsafe fn run_keys(
+    p: &mut TablePlans,
+    compiled: &alerts_core::Filter,
+    org: Datum,
+    floor: Datum,
+    cursor: Datum,
+    filter: Datum,
+    mut want: i64,
+    store: *mut pg_sys::Tuplestorestate,
+) -> bool {
+    use alerts_core::keys::{clause_keys, week_floor, week_of_id, NO_WEEK};
+    // SAFETY: SPI is connected by the caller; datums are live.
+    unsafe {
+        // The window's weeks: from the cursor's (or the tenant's newest
+        // entry's, on a first page) down to the floor's (or the tenant's
+        // oldest entry's, when the window reaches further back than a first
+        // range; an unbounded window starts in 1970).
+        let floor_bytes = crate::datum::varlena_bytes(floor).to_vec();
+        let mut hi = week_of_id(crate::datum::varlena_bytes(cursor));
+        if hi == NO_WEEK {
+            let Some(newest) = first_id(p.newest, &[org, floor, cursor]) else {
+                return true; // nothing in the window below the cursor
+            };
+            hi = week_of_id(&newest);
+        }
+        let mut lo = week_of_id(&floor_bytes);
+        if hi == NO_WEEK || lo == NO_WEEK {
+            return false;
+        }
+        if hi.saturating_sub(lo) >= FIRST_WEEKS {
+            let Some(oldest) = first_id(p.oldest, &[org, floor, cursor]) else {
+                return true;
+            };
+            lo = lo.max(week_of_id(&oldest));
+            if lo == NO_WEEK {
+                return false;
+            }
+        }
+        if lo > hi {
+            return true; // the window is empty below the cursor
+        }
+        let tenant = crate::datum::varlena_bytes(org).to_vec();
+        let plan = p.keys_plan(compiled.clauses.len());
+        let mut upper = cursor;
+        let mut span: u64 = FIRST_WEEKS;
+        loop {
+            let start = if hi - lo < span { lo } else { hi + 1 - span };
+            let bound = week_floor(start);
+            let range_floor = if start == lo || floor_bytes.as_slice() > bound.as_slice() {
+                floor
+            } else {
+                text_of(&bound)
+            };
+            let mut args = vec![org, range_floor, upper, filter, Datum::from(want)];
+            for c in &compiled.clauses {
+                args.push(crate::keys::int8_array(&clause_keys(&tenant, start, hi, c)));
+            }
+            want -= copy_into(execute(plan, &args), store, want);
+            if want <= 0 || start == lo {
+                return true;
+            }
+            upper = text_of(&bound);
+            hi = start - 1;
+            span = span.saturating_mul(2);
+        }
     }
 }
 
@@ -423,7 +626,10 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
             )
         });
         let floor = text_datum(std::str::from_utf8(&ulid::floor(floor_ms)).expect("ascii"));
-        let before = arg(4).unwrap_or_else(|| text_datum("8")); // '8' sorts after every ULID
+        // '8' sorts after every ULID; rows with other ids at or after it are
+        // read first, by `above`, on a first page.
+        let first_page = arg(4).is_none();
+        let before = arg(4).unwrap_or_else(|| text_datum("8"));
         let budget = (20 * page_size as i64).max(1000);
 
         // The result lives in the query's memory, in the table's row type.
@@ -470,27 +676,56 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
             if compiled.matches_nothing() {
                 return; // a key with no accepted values: no row matches
             }
-            // GIN is an option when the table has one and the filter has a
-            // form it answers (not `{}`, which every row matches).
+            let mut page_size = page_size as i64;
+            if first_page {
+                // Ids at or after '8' (not ULIDs: other schemes, lowercase
+                // hex...) come first in the index; usually there are none
+                // and this costs one index descent.
+                page_size -= copy_into(
+                    execute(p.above, &[org, floor, filter, Datum::from(page_size)]),
+                    store,
+                    page_size,
+                );
+                if page_size == 0 {
+                    return;
+                }
+            }
+            // The rare path: the tenant-keys index if the table has one,
+            // else a GIN index on the attributes when the filter has a form
+            // it answers (not `{}`, which every row matches).
+            let (has_gin, has_keys) = p.indexes(relid);
             let jsonpath = compiled.gin_jsonpath();
-            let gin = jsonpath.is_some() && p.has_gin(relid);
-            let run_gin = |cursor: Datum, want: i64| {
-                let path = crate::datum::jsonpath_datum(jsonpath.as_deref().expect("checked"));
-                let args = [org, floor, cursor, filter, Datum::from(want), path];
-                copy_into(execute(p.gin, &args), store, want);
+            let keys = has_keys && !compiled.is_empty();
+            let gin = jsonpath.is_some() && has_gin;
+            let rare_path = keys || gin;
+            // The rest of the page below `cursor` by the rare path.
+            let run_rare = |p: &mut TablePlans, cursor: Datum, want: i64| {
+                if keys && run_keys(p, compiled, org, floor, cursor, filter, want, store) {
+                    return;
+                }
+                if gin {
+                    let path = crate::datum::jsonpath_datum(jsonpath.as_deref().expect("checked"));
+                    let args = [org, floor, cursor, filter, Datum::from(want), path];
+                    copy_into(execute(p.gin, &args), store, want);
+                } else {
+                    copy_into(
+                        execute(p.rest, &[org, floor, cursor, filter, Datum::from(want)]),
+                        store,
+                        want,
+                    );
+                }
             };
-            let route_key = (gin && crate::SEARCH_SHORTCUTS.get()).then(|| {
-                let org_bytes = CStr::from_ptr(pg_sys::text_to_cstring(org.cast_mut_ptr()))
-                    .to_bytes()
-                    .to_vec();
+            let route_key = (rare_path && crate::SEARCH_SHORTCUTS.get()).then(|| {
+                let org_bytes = crate::datum::varlena_bytes(org).to_vec();
                 (org_bytes, crate::datum::varlena_bytes(filter).to_vec())
             });
             if let Some(key) = &route_key {
                 if p.routes.get(key).is_some_and(|t| t.elapsed() < ROUTE_TTL) {
-                    // Walked recently and found rare: straight to GIN. A
-                    // slow answer means the filter is no longer rare here.
+                    // Walked recently and found rare: straight to the rare
+                    // path. A slow answer means the filter is no longer rare
+                    // here.
                     let started = Instant::now();
-                    run_gin(before, page_size as i64);
+                    run_rare(p, before, page_size);
                     if started.elapsed() > ROUTE_SLOW {
                         p.routes.remove(key);
                     }
@@ -508,7 +743,7 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
             let mut collected: i64 = 0;
             let mut chunk = budget;
             loop {
-                let want = page_size as i64 - collected;
+                let want = page_size - collected;
                 probe_reset();
                 let walked = execute(
                     p.walk,
@@ -554,7 +789,7 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                     }
                     d
                 };
-                if gin && hits * RARE < chunk {
+                if rare_path && hits * RARE < chunk {
                     // GIN answers the rest of the page below the cursor in
                     // one statement (it finds again what this chunk found).
                     if let (true, Some(key)) = (collected == 0 && cursor == before, route_key) {
@@ -563,13 +798,13 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                         }
                         p.routes.insert(key, Instant::now());
                     }
-                    run_gin(cursor, want);
+                    run_rare(p, cursor, want);
                     return;
                 }
                 collected += copy_into(walked, store, want);
-                if !gin {
+                if !rare_path {
                     // Nothing to switch to: walk the rest without a budget.
-                    let remaining = page_size as i64 - collected;
+                    let remaining = page_size - collected;
                     copy_into(
                         execute(
                             p.rest,
@@ -583,7 +818,7 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                 // The next chunk: enough, at this chunk's rate, for the rest
                 // of the page with half as much again to spare (so a second
                 // chunk usually fills it), and at least twice this one.
-                let needed = (page_size as i64 - collected) * chunk / hits.max(1);
+                let needed = (page_size - collected) * chunk / hits.max(1);
                 cursor = frontier;
                 chunk = (needed.saturating_mul(3) / 2).max(chunk.saturating_mul(2));
             }

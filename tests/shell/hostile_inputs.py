@@ -140,11 +140,14 @@ def statements():
     yield "CREATE TABLE hostile (id text COLLATE \"C\" PRIMARY KEY, organisation_id text NOT NULL, attribute_values jsonb, attribute_values_bitmap bit(512));"
     yield "CREATE TRIGGER alerts_bloom BEFORE INSERT OR UPDATE ON hostile FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger();"
     yield "INSERT INTO hostile SELECT alerts_ulid(), 'o', jsonb_build_object('k', g % 10) FROM generate_series(1, 2000) g;"
+    # The tenant-keys index: every insert and update computes alerts_keys,
+    # and rare-filter searches read it.
+    yield "CREATE INDEX hostile_keys ON hostile USING gin (alerts_keys(organisation_id, id, attribute_values));"
     for d in huge_docs():
         for f in ("alerts_bloom", "alerts_bloom_elements", "alerts_mask"):
             yield "SELECT length(%s(%s)::text);" % (f, jlit(d))
     for i in range(CASES):
-        kind = rng.randrange(12)
+        kind = rng.randrange(15)
         d = rand_doc()
         if kind == 0:
             yield "SELECT alerts_bloom(%s) IS NOT NULL;" % jlit(d)
@@ -170,6 +173,14 @@ def statements():
         elif kind == 9:
             rel = rng.choice(["NULL::int", "NULL::text", "NULL::record", "1", "NULL::hostile"])
             yield "SELECT count(*) FROM alerts_search(%s, 'o', %s);" % (rel, jlit(d))
+        elif kind == 12:
+            yield "SELECT cardinality(alerts_keys(%s, %s, %s));" % (
+                rng.choice(["'o'", "''", sql_str("x" * 5000)]), sql_str(rand_ulid()), jlit(d))
+        elif kind == 13:
+            yield "SELECT %s::jsonb @@ alerts_filter_jsonpath(%s);" % (jlit(rand_doc()), jlit(d))
+        elif kind == 14:
+            yield "SELECT alerts_search_probe(%s, %s, %s);" % (
+                rng.choice(["NULL", sql_str(rand_ulid())]), rng.choice(["NULL", rand_bits()]), jlit(d))
         elif kind == 10:
             yield "INSERT INTO hostile (id, organisation_id, attribute_values) VALUES (%s, 'o', %s);" % (
                 sql_str("H%05d" % i), jlit(d))

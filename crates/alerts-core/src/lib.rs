@@ -13,6 +13,7 @@ pub mod bloom;
 pub mod encoding;
 pub mod error;
 pub mod filter;
+pub mod keys;
 pub mod ulid;
 
 pub use bloom::{Bitmap, BITMAP_BITS, BITMAP_BYTES, FORMAT_VERSION, HASHES};

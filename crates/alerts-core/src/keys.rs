@@ -1,0 +1,182 @@
+//! Tenant keys: a row's attribute elements scoped to its tenant and to the
+//! week of its ULID, hashed to 64 bits, for a GIN index over an expression
+//! (`alerts_keys(organisation_id, id, attribute_values)`).
+//!
+//! A GIN index on the attributes themselves answers "which rows of the whole
+//! table carry this value": its cost follows the value's frequency in every
+//! tenant and in all of history, then the heap is read to keep this tenant's
+//! window. With the tenant and the week in the key, a lookup returns only the
+//! rows of one tenant and one week that may carry the value, so a rare value
+//! costs its matches in the window, and the week buckets let a search read
+//! the newest weeks first and stop when the page is full.
+//!
+//! key = xxh3_64(u32 BE length of the tenant ‖ tenant ‖ u64 BE week ‖
+//! element bytes), as a signed 64-bit integer. Collisions only add
+//! candidates: every candidate is checked exactly (tenant, window, filter).
+//!
+//! Week of an id: its first 10 characters read as a ULID time when they are
+//! all uppercase Crockford base32 (then byte order = time order), else
+//! [`NO_WEEK`]; searches include `NO_WEEK` keys in every range, bounded by
+//! the id itself, so rows with other ids are still found exactly.
+
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::encoding::write_element_bytes;
+use crate::filter::Clause;
+
+/// Width of a bucket: one week of ULID time.
+pub const WEEK_MS: u64 = 7 * 24 * 3600 * 1000;
+/// Bucket of ids that do not start with an uppercase ULID time.
+pub const NO_WEEK: u64 = u64::MAX;
+/// Characters of a ULID that hold its time.
+pub const TIME_CHARS: usize = 10;
+
+const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+fn strict_digit(b: u8) -> Option<u64> {
+    ALPHABET.iter().position(|&a| a == b).map(|p| p as u64)
+}
+
+/// The week bucket of an id (see the module documentation).
+pub fn week_of_id(id: &[u8]) -> u64 {
+    if id.len() < TIME_CHARS {
+        return NO_WEEK;
+    }
+    let mut ms: u64 = 0;
+    for &b in &id[..TIME_CHARS] {
+        match strict_digit(b) {
+            Some(d) => ms = ms * 32 + d,
+            None => return NO_WEEK,
+        }
+    }
+    ms / WEEK_MS
+}
+
+/// The smallest id prefix of a week: every id whose week is `week` or later
+/// sorts at or after it, every id of an earlier week before it.
+pub fn week_floor(week: u64) -> [u8; TIME_CHARS] {
+    let mut ms = week.saturating_mul(WEEK_MS).min((1u64 << 50) - 1);
+    let mut out = [b'0'; TIME_CHARS];
+    for c in out.iter_mut().rev() {
+        *c = ALPHABET[(ms % 32) as usize];
+        ms /= 32;
+    }
+    out
+}
+
+/// Hashes one element of a tenant's week. `buf` is scratch space.
+pub fn key(buf: &mut Vec<u8>, tenant: &[u8], week: u64, element: &[u8]) -> i64 {
+    buf.clear();
+    buf.extend_from_slice(&(tenant.len() as u32).to_be_bytes());
+    buf.extend_from_slice(tenant);
+    buf.extend_from_slice(&week.to_be_bytes());
+    buf.extend_from_slice(element);
+    xxh3_64(buf) as i64
+}
+
+/// Collects the keys of a row: call [`RowKeys::add`] for every element
+/// `(key, tag, value)`, then [`RowKeys::finish`].
+pub struct RowKeys<'a> {
+    tenant: &'a [u8],
+    week: u64,
+    element: Vec<u8>,
+    buf: Vec<u8>,
+    keys: Vec<i64>,
+}
+
+impl<'a> RowKeys<'a> {
+    pub fn new(tenant: &'a [u8], id: &[u8]) -> RowKeys<'a> {
+        RowKeys {
+            tenant,
+            week: week_of_id(id),
+            element: Vec::with_capacity(96),
+            buf: Vec::with_capacity(128),
+            keys: Vec::new(),
+        }
+    }
+
+    pub fn add(&mut self, key_bytes: &[u8], tag: u8, value: &[u8]) {
+        write_element_bytes(&mut self.element, key_bytes, tag, value);
+        let k = key(&mut self.buf, self.tenant, self.week, &self.element);
+        self.keys.push(k);
+    }
+
+    /// The row's keys, sorted, without duplicates.
+    pub fn finish(mut self) -> Vec<i64> {
+        self.keys.sort_unstable();
+        self.keys.dedup();
+        self.keys
+    }
+}
+
+/// The keys one clause of a filter looks up for a tenant over weeks
+/// `lo..=hi` plus [`NO_WEEK`]: a row of those weeks matching the clause has
+/// at least one of them.
+pub fn clause_keys(tenant: &[u8], lo: u64, hi: u64, clause: &Clause) -> Vec<i64> {
+    let mut element = Vec::with_capacity(96);
+    let mut buf = Vec::with_capacity(128);
+    let mut out = Vec::new();
+    for v in &clause.values {
+        write_element_bytes(&mut element, clause.key.as_bytes(), v.tag, &v.bytes);
+        for week in (lo..=hi).chain(std::iter::once(NO_WEEK)) {
+            out.push(key(&mut buf, tenant, week, &element));
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encoding::for_each_element;
+    use crate::ulid;
+    use crate::Filter;
+    use serde_json::json;
+
+    fn row_keys(tenant: &str, id: &[u8], attrs: &serde_json::Value) -> Vec<i64> {
+        let mut rk = RowKeys::new(tenant.as_bytes(), id);
+        for_each_element(attrs, |k, e| rk.add(k.as_bytes(), e.tag, &e.bytes)).unwrap();
+        rk.finish()
+    }
+
+    #[test]
+    fn weeks_follow_id_order() {
+        let a = ulid::encode(1_700_000_000_000, 5);
+        let b = ulid::encode(1_700_000_000_000 + WEEK_MS, 0);
+        assert_eq!(week_of_id(&a) + 1, week_of_id(&b));
+        let w = week_of_id(&a);
+        assert!(week_floor(w).as_slice() <= &a[..] && &a[..] < week_floor(w + 1).as_slice());
+        assert!(&b[..] >= week_floor(w + 1).as_slice());
+        assert_eq!(week_of_id(b"01h2xcejqtpb3tj0v2sqkmp4gr"), NO_WEEK); // lowercase
+        assert_eq!(week_of_id(b"short"), NO_WEEK);
+        assert_eq!(week_of_id(b"0000000000"), 0);
+        assert_eq!(&week_floor(0), b"0000000000");
+    }
+
+    #[test]
+    fn a_matching_row_has_a_key_of_every_clause() {
+        let id = ulid::encode(1_750_000_000_000, 7);
+        let week = week_of_id(&id);
+        let attrs = json!({"team": "t1", "feature": ["a", "b"], "n": 1.0, "o": {"x": 1}});
+        let keys = row_keys("org", &id, &attrs);
+        let f =
+            Filter::compile(&json!({"team": "t1", "feature": ["x", "b"], "n": 1, "o": {"x": 1}}))
+                .unwrap();
+        assert!(f.exact_match(&attrs).unwrap());
+        for c in &f.clauses {
+            let q = clause_keys(b"org", week - 2, week, c);
+            assert!(q.iter().any(|k| keys.binary_search(k).is_ok()), "{}", c.key);
+            // Another tenant or a later week shares no key with this row.
+            let other = clause_keys(b"org2", week - 2, week, c);
+            assert!(!other.iter().any(|k| keys.binary_search(k).is_ok()));
+            let later = clause_keys(b"org", week + 1, week + 3, c);
+            assert!(!later.iter().any(|k| keys.binary_search(k).is_ok()));
+        }
+        // Ids that are not ULIDs fall in NO_WEEK, which every lookup includes.
+        let keys = row_keys("org", b"order-17", &attrs);
+        let q = clause_keys(b"org", 10, 12, &f.clauses[0]);
+        assert!(q.iter().any(|k| keys.binary_search(k).is_ok()));
+    }
+}
