@@ -46,6 +46,9 @@ const ROUTE_SLOW: Duration = Duration::from_millis(5);
 /// Weeks of the first range the tenant-keys path reads (a 30-day window in
 /// one statement), doubled for each next range.
 const FIRST_WEEKS: u64 = 6;
+/// A walk to the end of a window this long that found the filter rare
+/// sends the next calls to the rare path.
+const ROUTE_MIN_ENTRIES: i64 = 300;
 /// Bound on the (tenant, filter) shortcuts remembered per table and session.
 const ROUTES_MAX: usize = 10_000;
 
@@ -74,7 +77,7 @@ struct TablePlans {
     /// their calls go to GIN without walking first. Only ever a shortcut to
     /// GIN, which is exact whatever the window, so a stale entry costs time,
     /// never rows. Cleared when it reaches ROUTES_MAX.
-    routes: HashMap<(Vec<u8>, Vec<u8>), Instant>,
+    routes: HashMap<(Vec<u8>, Vec<u8>), (Instant, u64)>,
 }
 
 thread_local! {
@@ -87,14 +90,26 @@ thread_local! {
 }
 
 thread_local! {
-    /// What the walk's probe saw since `probe_reset`: entries, smallest id.
+    /// What the walk's probe saw since `probe_reset`: entries, smallest
+    /// and largest id.
     static PROBE_COUNT: Cell<i64> = const { Cell::new(0) };
     static PROBE_MIN: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    static PROBE_MAX: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 fn probe_reset() {
     PROBE_COUNT.with(|c| c.set(0));
     PROBE_MIN.with(|m| m.borrow_mut().clear());
+    PROBE_MAX.with(|m| m.borrow_mut().clear());
+}
+
+/// Milliseconds between the newest and the oldest entry the probe saw, when
+/// both are ULIDs.
+fn probe_span_ms() -> Option<u64> {
+    let t = |v: &RefCell<Vec<u8>>| alerts_core::keys::time_of_id(&v.borrow());
+    let hi = PROBE_MAX.with(t)?;
+    let lo = PROBE_MIN.with(t)?;
+    Some(hi.saturating_sub(lo).max(1))
 }
 
 /// `alerts_search_probe(id text, bitmap bit, filter jsonb) RETURNS boolean`:
@@ -121,6 +136,13 @@ pub unsafe extern "C-unwind" fn alerts_search_probe(fcinfo: pg_sys::FunctionCall
         PROBE_MIN.with(|m| {
             let mut m = m.borrow_mut();
             if m.is_empty() || id < m.as_slice() {
+                m.clear();
+                m.extend_from_slice(id);
+            }
+        });
+        PROBE_MAX.with(|m| {
+            let mut m = m.borrow_mut();
+            if m.is_empty() || id > m.as_slice() {
                 m.clear();
                 m.extend_from_slice(id);
             }
@@ -441,6 +463,7 @@ unsafe fn run_keys(
     cursor: Datum,
     filter: Datum,
     mut want: i64,
+    first_weeks: u64,
     store: *mut pg_sys::Tuplestorestate,
 ) -> bool {
     use alerts_core::keys::{clause_keys, week_floor, week_of_id, NO_WEEK};
@@ -477,7 +500,7 @@ unsafe fn run_keys(
         let tenant = crate::datum::varlena_bytes(org).to_vec();
         let plan = p.keys_plan(compiled.clauses.len());
         let mut upper = cursor;
-        let mut span: u64 = FIRST_WEEKS;
+        let mut span: u64 = first_weeks.max(1);
         loop {
             let start = if hi - lo < span { lo } else { hi + 1 - span };
             let bound = week_floor(start);
@@ -699,8 +722,8 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
             let gin = jsonpath.is_some() && has_gin;
             let rare_path = keys || gin;
             // The rest of the page below `cursor` by the rare path.
-            let run_rare = |p: &mut TablePlans, cursor: Datum, want: i64| {
-                if keys && run_keys(p, compiled, org, floor, cursor, filter, want, store) {
+            let run_rare = |p: &mut TablePlans, cursor: Datum, want: i64, weeks: u64| {
+                if keys && run_keys(p, compiled, org, floor, cursor, filter, want, weeks, store) {
                     return;
                 }
                 if gin {
@@ -720,12 +743,13 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                 (org_bytes, crate::datum::varlena_bytes(filter).to_vec())
             });
             if let Some(key) = &route_key {
-                if p.routes.get(key).is_some_and(|t| t.elapsed() < ROUTE_TTL) {
+                let fresh = p.routes.get(key).filter(|(t, _)| t.elapsed() < ROUTE_TTL);
+                if let Some(&(_, weeks)) = fresh {
                     // Walked recently and found rare: straight to the rare
                     // path. A slow answer means the filter is no longer rare
                     // here.
                     let started = Instant::now();
-                    run_rare(p, before, page_size);
+                    run_rare(p, before, page_size, weeks);
                     if started.elapsed() > ROUTE_SLOW {
                         p.routes.remove(key);
                     }
@@ -764,6 +788,17 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                 let entries = PROBE_COUNT.with(|c| c.get());
                 if entries < chunk {
                     // The walk reached the end of the window: that's all.
+                    // If that was a long walk for a rare filter, the next
+                    // calls take the rare path.
+                    if let (true, Some(key)) = (
+                        collected == 0 && entries >= ROUTE_MIN_ENTRIES && hits * RARE < entries,
+                        route_key,
+                    ) {
+                        if p.routes.len() >= ROUTES_MAX {
+                            p.routes.clear();
+                        }
+                        p.routes.insert(key, (Instant::now(), FIRST_WEEKS));
+                    }
                     copy_into(walked, store, want);
                     return;
                 }
@@ -789,16 +824,29 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                     }
                     d
                 };
-                if rare_path && hits * RARE < chunk {
-                    // GIN answers the rest of the page below the cursor in
-                    // one statement (it finds again what this chunk found).
+                // Switch to the rare path? With the tenant-keys index, when
+                // its estimated cost for the rest of the page is below the
+                // walk's (`alerts_core::keys::keys_cheaper`); with GIN alone, whose cost
+                // follows the whole table, when the chunk held fewer than
+                // one match in RARE entries.
+                let switch = if keys {
+                    probe_span_ms().and_then(|span| {
+                        alerts_core::keys::keys_cheaper(hits, chunk, span, want, FIRST_WEEKS)
+                    })
+                } else {
+                    None
+                }
+                .or_else(|| (rare_path && hits * RARE < chunk).then_some(FIRST_WEEKS));
+                if let Some(weeks) = switch {
+                    // The rare path answers the rest of the page below the
+                    // cursor (it finds again what this chunk found).
                     if let (true, Some(key)) = (collected == 0 && cursor == before, route_key) {
                         if p.routes.len() >= ROUTES_MAX {
                             p.routes.clear();
                         }
-                        p.routes.insert(key, Instant::now());
+                        p.routes.insert(key, (Instant::now(), weeks));
                     }
-                    run_rare(p, cursor, want);
+                    run_rare(p, cursor, want, weeks);
                     return;
                 }
                 collected += copy_into(walked, store, want);

@@ -37,19 +37,22 @@ fn strict_digit(b: u8) -> Option<u64> {
     ALPHABET.iter().position(|&a| a == b).map(|p| p as u64)
 }
 
-/// The week bucket of an id (see the module documentation).
-pub fn week_of_id(id: &[u8]) -> u64 {
+/// The ULID time of an id whose first 10 characters are uppercase Crockford
+/// base32, else None.
+pub fn time_of_id(id: &[u8]) -> Option<u64> {
     if id.len() < TIME_CHARS {
-        return NO_WEEK;
+        return None;
     }
     let mut ms: u64 = 0;
     for &b in &id[..TIME_CHARS] {
-        match strict_digit(b) {
-            Some(d) => ms = ms * 32 + d,
-            None => return NO_WEEK,
-        }
+        ms = ms * 32 + strict_digit(b)?;
     }
-    ms / WEEK_MS
+    Some(ms)
+}
+
+/// The week bucket of an id (see the module documentation).
+pub fn week_of_id(id: &[u8]) -> u64 {
+    time_of_id(id).map_or(NO_WEEK, |ms| ms / WEEK_MS)
 }
 
 /// The smallest id prefix of a week: every id whose week is `week` or later
@@ -127,6 +130,42 @@ pub fn clause_keys(tenant: &[u8], lo: u64, hi: u64, clause: &Clause) -> Vec<i64>
     out
 }
 
+/// Cost model of the switch from the walk to the tenant-keys index, in
+/// microseconds, measured on the benchmark's `full` data: a walk pays per
+/// index entry; the keys path a fixed cost (statements, GIN lookups) and a
+/// heap read and exact check per candidate.
+pub const WALK_US_PER_ENTRY: f64 = 0.6;
+pub const KEYS_US_FIXED: f64 = 150.0;
+pub const KEYS_US_PER_CANDIDATE: f64 = 3.0;
+
+/// After a chunk of `entries` index entries over `span_ms` of ULID time held
+/// `hits` matches and the page still needs `want`: the number of weeks (at
+/// most `max_weeks`) the keys path should read first, if that is estimated
+/// cheaper than walking on. At the chunk's rate the walk needs
+/// `(want - hits) / rate` more entries; the keys path reads the matches of
+/// whole weeks, as many weeks as give the page half as much again at the
+/// chunk's matches per week. No hits counts as half a hit: a rate below
+/// what the chunk could show.
+pub fn keys_cheaper(
+    hits: i64,
+    entries: i64,
+    span_ms: u64,
+    want: i64,
+    max_weeks: u64,
+) -> Option<u64> {
+    if entries <= 0 {
+        return None;
+    }
+    let rate = (hits as f64).max(0.5) / entries as f64;
+    let per_week = rate * entries as f64 / span_ms.max(1) as f64 * WEEK_MS as f64;
+    let weeks = (want as f64 * 1.5 / per_week)
+        .ceil()
+        .clamp(1.0, max_weeks.max(1) as f64);
+    let keys_cost = KEYS_US_FIXED + per_week * weeks * KEYS_US_PER_CANDIDATE;
+    let walk_cost = ((want - hits).max(1) as f64 / rate) * WALK_US_PER_ENTRY;
+    (keys_cost < walk_cost).then_some(weeks as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,5 +217,21 @@ mod tests {
         let keys = row_keys("org", b"order-17", &attrs);
         let q = clause_keys(b"org", 10, 12, &f.clauses[0]);
         assert!(q.iter().any(|k| keys.binary_search(k).is_ok()));
+    }
+
+    #[test]
+    fn cost_model_choices() {
+        let day = 86_400_000;
+        // 1000 entries over 9 hours (a 1M-alert tenant): 1% -> one week of
+        // keys (~190 candidates) beats walking 4000 more entries; 0 hits ->
+        // keys; 50% never reaches the choice but would walk.
+        assert_eq!(keys_cheaper(10, 1000, day * 9 / 24, 50, 6), Some(1));
+        assert_eq!(keys_cheaper(0, 1000, day * 9 / 24, 50, 6), Some(6));
+        assert_eq!(keys_cheaper(40, 1000, day * 9 / 24, 50, 6), None);
+        // A sparse tenant (1000 entries over 4 days) at 1%: a few weeks.
+        assert_eq!(keys_cheaper(10, 1000, day * 4, 50, 6), Some(5));
+        // A dense tenant at 5%: thousands of candidates a week: walk.
+        assert_eq!(keys_cheaper(50, 1000, day / 24, 100, 6), None);
+        assert_eq!(keys_cheaper(0, 0, day, 50, 6), None);
     }
 }
