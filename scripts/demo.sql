@@ -78,3 +78,13 @@ SELECT count(*) AS rare_page FROM alerts_search(NULL::alerts, :'large', :'rare')
 SELECT pg_size_pretty(pg_relation_size('alerts_gin')) AS gin_index_size,
        pg_size_pretty(pg_relation_size('idx_alerts_pagination')) AS pagination_index_size;
 DROP INDEX alerts_gin;
+
+\echo '== alerts_search with the tenant-keys index: rare filters read only this tenant''s matches of the newest weeks'
+\timing on
+CREATE INDEX alerts_keys_idx ON alerts USING gin (alerts_keys(organisation_id, id, attribute_values));
+SELECT count(*) AS rare_page FROM alerts_search(NULL::alerts, :'large', :'rare');
+SELECT count(*) AS rare_page FROM alerts_search(NULL::alerts, :'large', :'rare');
+SELECT count(*) AS frequent_page FROM alerts_search(NULL::alerts, :'large', :'frequent');
+\timing off
+SELECT pg_size_pretty(pg_relation_size('alerts_keys_idx')) AS keys_index_size;
+DROP INDEX alerts_keys_idx;

@@ -788,12 +788,14 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                 let entries = PROBE_COUNT.with(|c| c.get());
                 if entries < chunk {
                     // The walk reached the end of the window: that's all.
-                    // If that was a long walk for a rare filter, the next
-                    // calls take the rare path.
-                    if let (true, Some(key)) = (
-                        collected == 0 && entries >= ROUTE_MIN_ENTRIES && hits * RARE < entries,
-                        route_key,
-                    ) {
+                    // If the rare path would have been cheaper, the next
+                    // calls take it.
+                    let rare = if keys {
+                        alerts_core::keys::keys_cheaper_than_walked(hits, entries)
+                    } else {
+                        entries >= ROUTE_MIN_ENTRIES && hits * RARE < entries
+                    };
+                    if let (true, Some(key)) = (collected == 0 && rare, route_key) {
                         if p.routes.len() >= ROUTES_MAX {
                             p.routes.clear();
                         }

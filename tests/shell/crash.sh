@@ -21,6 +21,7 @@ CREATE TABLE crash (id text COLLATE "C" PRIMARY KEY, organisation_id text NOT NU
 CREATE TRIGGER alerts_bloom BEFORE INSERT OR UPDATE ON crash FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger();
 CREATE INDEX crash_page ON crash (organisation_id, id DESC) INCLUDE (attribute_values_bitmap);
 CREATE INDEX crash_gin ON crash USING gin (attribute_values jsonb_path_ops);
+CREATE INDEX crash_keys ON crash USING gin (alerts_keys(organisation_id, id, attribute_values));
 INSERT INTO crash (id, organisation_id, attribute_values, source)
 SELECT alerts_ulid(timestamptz '2026-01-01' + g * interval '1 second'), 'org' || (g % 3),
        jsonb_build_object('env', 'e' || (g % 5), 'svc', 's' || (g % 13), 'n', g % 7), 'seed'

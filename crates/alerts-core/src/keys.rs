@@ -166,6 +166,13 @@ pub fn keys_cheaper(
     (keys_cost < walk_cost).then_some(weeks as u64)
 }
 
+/// A walk read a whole window of `entries` entries and found `hits`
+/// matches: would the keys path (every match of the window a candidate)
+/// have been cheaper? Then the next calls for this tenant and filter take it.
+pub fn keys_cheaper_than_walked(hits: i64, entries: i64) -> bool {
+    KEYS_US_FIXED + hits as f64 * KEYS_US_PER_CANDIDATE < entries as f64 * WALK_US_PER_ENTRY
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,5 +240,10 @@ mod tests {
         // A dense tenant at 5%: thousands of candidates a week: walk.
         assert_eq!(keys_cheaper(50, 1000, day / 24, 100, 6), None);
         assert_eq!(keys_cheaper(0, 0, day, 50, 6), None);
+        // A whole small window: 834 entries with 8 matches -> keys next
+        // time; with 410 matches -> walk; 200 entries -> walk.
+        assert!(keys_cheaper_than_walked(8, 834));
+        assert!(!keys_cheaper_than_walked(410, 834));
+        assert!(!keys_cheaper_than_walked(0, 200));
     }
 }
