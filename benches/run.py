@@ -490,6 +490,31 @@ def main():
         sys.exit(1)
 
 
+PEERS = ["gin", "gin_all", "gin_tags", "rum", "sql_bloom"]
+
+
+def goal_table(results, scen):
+    """The fast-path goal per scenario: alerts_search's p95 against the best
+    peer's in the same run (below 1 is faster than every peer)."""
+    lines = ["alerts_search against the best peer (GIN planner, GIN read-all, GIN on tags, RUM, plain-SQL bloom), "
+             "p95 ms, -M prepared:", "",
+             "| scenario | best peer | p95 | alerts_search | ratio | no shortcuts | ratio |", "|---|---|---|---|---|---|---|"]
+    for s in scen:
+        rows = {r["method"]: r for r in results if r["scenario"] == s and r["mode"] == "prepared"}
+        peers = [rows[m] for m in PEERS if m in rows]
+        if not peers or "search" not in rows:
+            continue
+        best = min(peers, key=lambda r: r["p95"])
+        cells = [LABELS[best["method"]], f"{best['p95']:.2f}"]
+        for m in ("search", "search_cold"):
+            if m in rows:
+                cells += [f"{rows[m]['p95']:.2f}", f"{rows[m]['p95'] / best['p95']:.2f}x"]
+            else:
+                cells += ["-", "-"]
+        lines.append(f"| {s} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def write_table(results, writes, sz, meta, path):
     lines = [f"Size `{meta['size']}`, PostgreSQL {meta['postgres']}, {meta['cpu']} cores, shared_buffers "
              f"{meta['shared_buffers']}, pgbench "
@@ -513,6 +538,7 @@ def write_table(results, writes, sz, meta, path):
             else:
                 cells.append("-")
         lines.append(f"| {s} | {matches} | " + " | ".join(cells) + " |")
+    lines += ["", goal_table(results, scen)]
     simple = [r for r in results if r["mode"] == "simple"]
     if simple:
         lines += ["", "Same core scenarios with -M simple (p95 ms):", ""]
