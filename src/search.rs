@@ -49,6 +49,8 @@ const FIRST_WEEKS: u64 = 6;
 /// A walk to the end of a window this long that found the filter rare
 /// sends the next calls to the rare path.
 const ROUTE_MIN_ENTRIES: i64 = 300;
+/// Most weeks one keys statement looks up (keys per value).
+const MAX_WEEKS: u64 = 256;
 /// Bound on the (tenant, filter) shortcuts remembered per table and session.
 const ROUTES_MAX: usize = 10_000;
 
@@ -486,6 +488,13 @@ unsafe fn run_keys(
             return false;
         }
         if hi.saturating_sub(lo) >= FIRST_WEEKS {
+            // A long window: bound it by the tenant's entries, not by the
+            // cursor and the floor (a cursor far in the future or an
+            // unbounded window would mean weeks without a row).
+            let Some(newest) = first_id(p.newest, &[org, floor, cursor]) else {
+                return true;
+            };
+            hi = hi.min(week_of_id(&newest));
             let Some(oldest) = first_id(p.oldest, &[org, floor, cursor]) else {
                 return true;
             };
@@ -519,7 +528,7 @@ unsafe fn run_keys(
             }
             upper = text_of(&bound);
             hi = start - 1;
-            span = span.saturating_mul(2);
+            span = span.saturating_mul(2).min(MAX_WEEKS);
         }
     }
 }

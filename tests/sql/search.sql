@@ -104,7 +104,9 @@ DROP TABLE route;
 DROP FUNCTION route_exact(int);
 
 -- Tenant keys on ids that are not all ULIDs: lowercase ULIDs and other ids
--- fall in no week and are looked up in every range, bounded by the id.
+-- fall in no week and are looked up in every range, bounded by the id; a
+-- cursor far in the future ('ZZZ...') reads the tenant's weeks, not the
+-- cursor's.
 CREATE TABLE keyed (id text COLLATE "C" PRIMARY KEY, organisation_id text NOT NULL, attribute_values jsonb NOT NULL,
                     attribute_values_bitmap bit(512));
 CREATE TRIGGER alerts_bloom BEFORE INSERT OR UPDATE ON keyed FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger();
@@ -123,7 +125,8 @@ FROM unnest(ARRAY['{"svc": "rare"}', '{"svc": "rare", "n": [1, 2]}', '{"tags": "
      unnest(ARRAY[5, 50]) size,
      unnest(ARRAY[timestamptz '-infinity', timestamptz '2025-05-01', timestamptz '2025-06-20']) since,
      LATERAL (SELECT NULL::text AS c UNION ALL SELECT 'order-20000' UNION ALL SELECT lower(alerts_ulid_floor('2025-06-01'))
-              UNION ALL SELECT alerts_ulid_floor('2025-06-01') UNION ALL SELECT alerts_ulid_floor('2025-07-01')) cursors
+              UNION ALL SELECT alerts_ulid_floor('2025-06-01') UNION ALL SELECT alerts_ulid_floor('2025-07-01')
+              UNION ALL SELECT repeat('Z', 26)) cursors
 GROUP BY f ORDER BY f;
 DROP TABLE keyed;
 
