@@ -814,13 +814,7 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                     return;
                 }
                 let frontier = if entries == chunk {
-                    PROBE_MIN.with(|m| {
-                        let m = m.borrow();
-                        Datum::from(pg_sys::cstring_to_text_with_len(
-                            m.as_ptr() as *const _,
-                            m.len() as i32,
-                        ))
-                    })
+                    PROBE_MIN.with(|m| text_of(&m.borrow()))
                 } else {
                     let tt = execute(p.frontier, &[org, floor, cursor, Datum::from(chunk)]);
                     let mut isnull = true;
