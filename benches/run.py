@@ -30,7 +30,7 @@ SIZES = {
 }
 ARRAY_ATTRS = {"feature"}  # attributes the generator stores as arrays
 
-PG = dict(host=os.environ.get("PGHOST", "/tmp"), port=os.environ.get("PGPORT", "5499"), user="postgres")
+PG = dict(host=os.environ.get("PGHOST", "/tmp"), port=os.environ.get("PGPORT", "5415"), user="postgres")
 
 
 def psql(db, sql, *, quiet=False):

@@ -1,90 +1,105 @@
--- The demo's queries (see scripts/demo.sh for the data).
+-- The demo's queries (see scripts/demo.sh for the data). Every step prints
+-- one line saying what it shows, then shows it.
 \pset footer off
-SELECT role, org, n AS alerts FROM bench_orgs WHERE role <> 'other' ORDER BY seq;
+\set QUIET on
+-- attributes compactly: team=platform service=ledger feature=alerts|sso ...
+CREATE FUNCTION pg_temp.attrs(a jsonb) RETURNS text LANGUAGE sql IMMUTABLE
+    RETURN (SELECT string_agg(key || '=' || CASE jsonb_typeof(value)
+                   WHEN 'array' THEN (SELECT string_agg(v, '|') FROM jsonb_array_elements_text(value) v)
+                   ELSE value #>> '{}' END, ' ' ORDER BY key)
+            FROM jsonb_each(a));
+\set QUIET off
+
+\echo '== The tenants: three named ones of known sizes, and many small ones'
+SELECT role, org AS organisation_id, n AS alerts FROM bench_orgs WHERE role <> 'other' ORDER BY seq;
 SELECT count(*) AS alerts, count(DISTINCT organisation_id) AS tenants,
        pg_size_pretty(pg_total_relation_size('alerts')) AS table_and_indexes FROM alerts;
 
--- One row, its attributes and its bitmap's fill.
-SELECT id, alerts_ulid_time(id) AS created, attribute_values,
-       bit_count(attribute_values_bitmap) AS bits_set
-FROM alerts ORDER BY id DESC LIMIT 1;
+\echo '== The newest alerts of acme: each row''s attributes, and how many of its bitmap''s 512 bits are set'
+SELECT id, priority_id AS prio, pg_temp.attrs(attribute_values) AS attributes,
+       bit_count(attribute_values_bitmap) AS bits
+FROM alerts WHERE organisation_id = 'acme' ORDER BY id DESC LIMIT 5;
 
-SELECT org AS large FROM bench_orgs WHERE role = 'large' \gset
-SELECT jsonb_build_object(bench_key(:'large', 'team'), bench_value(:'large', 'team', 0),
-                          bench_key(:'large', 'feature'), jsonb_build_array(bench_value(:'large', 'feature', 0), bench_value(:'large', 'feature', 1))) AS frequent,
-       jsonb_build_object(bench_key(:'large', 'team'), bench_value(:'large', 'team', 2)) AS rare
-\gset
-\echo
-\echo '== Frequent filter (team of ~50% of alerts, and feature one of two), newest 50 in 30 days'
+\set frequent '{"team": "platform", "feature": ["alerts", "billing"]}'
+\set rare '{"team": "search"}'
+\echo '== A frequent filter (team of ~50% of acme''s alerts, feature one of two), newest first in 30 days: the first 3 rows'
 \echo :frequent
 \timing on
-SELECT id, priority_id, attribute_values FROM alerts
-WHERE organisation_id = :'large'
+SELECT id, pg_temp.attrs(attribute_values) AS attributes FROM alerts
+WHERE organisation_id = 'acme'
   AND id >= alerts_ulid_floor(now() - interval '30 days')
   AND alerts_bloom_match(attribute_values_bitmap, :'frequent')
   AND alerts_attrs_match(attribute_values, :'frequent')
 ORDER BY id DESC LIMIT 3;
 \timing off
+
+\echo '== Its plan for a page of 50: a walk of the pagination index that stops when the page is full'
 EXPLAIN (ANALYZE, COSTS OFF, BUFFERS, TIMING OFF, SUMMARY ON)
 SELECT * FROM alerts
-WHERE organisation_id = :'large'
+WHERE organisation_id = 'acme'
   AND id >= alerts_ulid_floor(now() - interval '30 days')
   AND alerts_bloom_match(attribute_values_bitmap, :'frequent')
   AND alerts_attrs_match(attribute_values, :'frequent')
 ORDER BY id DESC LIMIT 50;
 
-\echo '== Rare filter (team of ~0.05% of alerts), newest 50 in 30 days'
+\echo '== A rare filter (team of ~0.05% of acme''s alerts): the same walk reads the whole 30-day window'
 \echo :rare
 EXPLAIN (ANALYZE, COSTS OFF, BUFFERS, TIMING OFF, SUMMARY ON)
 SELECT * FROM alerts
-WHERE organisation_id = :'large'
+WHERE organisation_id = 'acme'
   AND id >= alerts_ulid_floor(now() - interval '30 days')
   AND alerts_bloom_match(attribute_values_bitmap, :'rare')
   AND alerts_attrs_match(attribute_values, :'rare')
 ORDER BY id DESC LIMIT 50;
 
-\echo '== alerts_search: the same pages in one call (no GIN yet: rare filters walk the whole window)'
+\echo '== alerts_search: the same two pages in one call each (no GIN index yet, so the rare one still walks)'
 \timing on
-SELECT count(*) AS frequent_page FROM alerts_search(NULL::alerts, :'large', :'frequent');
-SELECT count(*) AS rare_page FROM alerts_search(NULL::alerts, :'large', :'rare');
+SELECT count(*) AS frequent_page FROM alerts_search(NULL::alerts, 'acme', :'frequent');
+SELECT count(*) AS rare_page FROM alerts_search(NULL::alerts, 'acme', :'rare');
 \timing off
 
-\echo '== The same two pages through a GIN jsonb_path_ops index'
+\echo '== For comparison, a GIN jsonb_path_ops index and the same two pages through it (plans below)'
 \timing on
 CREATE INDEX alerts_gin ON alerts USING gin (attribute_values jsonb_path_ops);
 \timing off
 ANALYZE alerts;
-SELECT jsonb_build_object(bench_key(:'large', 'team'), bench_value(:'large', 'team', 0)) AS f_team,
-       jsonb_build_object(bench_key(:'large', 'feature'), jsonb_build_array(bench_value(:'large', 'feature', 0))) AS f_feat0,
-       jsonb_build_object(bench_key(:'large', 'feature'), jsonb_build_array(bench_value(:'large', 'feature', 1))) AS f_feat1
-\gset
+\echo '-- frequent: GIN reads every match of the whole table, then sorts'
 EXPLAIN (ANALYZE, COSTS OFF, BUFFERS, TIMING OFF, SUMMARY ON)
 SELECT * FROM alerts
-WHERE organisation_id = :'large'
+WHERE organisation_id = 'acme'
   AND id >= alerts_ulid_floor(now() - interval '30 days')
-  AND attribute_values @> :'f_team' AND (attribute_values @> :'f_feat0' OR attribute_values @> :'f_feat1')
+  AND attribute_values @> '{"team": "platform"}'
+  AND (attribute_values @> '{"feature": ["alerts"]}' OR attribute_values @> '{"feature": ["billing"]}')
 ORDER BY id DESC LIMIT 50;
+\echo '-- rare: few matches, GIN is quick'
 EXPLAIN (ANALYZE, COSTS OFF, BUFFERS, TIMING OFF, SUMMARY ON)
 SELECT * FROM alerts
-WHERE organisation_id = :'large'
+WHERE organisation_id = 'acme'
   AND id >= alerts_ulid_floor(now() - interval '30 days')
   AND attribute_values @> :'rare'
 ORDER BY id DESC LIMIT 50;
-\echo '== alerts_search with the GIN index: rare filters switch to it after a short walk'
+
+\echo '== alerts_search with the GIN index present: a rare filter leaves the walk for GIN after one short chunk'
 \timing on
-SELECT count(*) AS rare_page FROM alerts_search(NULL::alerts, :'large', :'rare');
-SELECT count(*) AS rare_page FROM alerts_search(NULL::alerts, :'large', :'rare');
+SELECT count(*) AS rare_page FROM alerts_search(NULL::alerts, 'acme', :'rare');
+SELECT count(*) AS rare_page FROM alerts_search(NULL::alerts, 'acme', :'rare');
 \timing off
+\echo '== What the GIN index costs on disk, beside the pagination index'
 SELECT pg_size_pretty(pg_relation_size('alerts_gin')) AS gin_index_size,
        pg_size_pretty(pg_relation_size('idx_alerts_pagination')) AS pagination_index_size;
 DROP INDEX alerts_gin;
 
-\echo '== alerts_search with the tenant-keys index: rare filters read only this tenant''s matches of the newest weeks'
+\echo '== The tenant-keys index instead: rare filters read only acme''s matches, newest weeks first'
 \timing on
 CREATE INDEX alerts_keys_idx ON alerts USING gin (alerts_keys(organisation_id, id, attribute_values));
-SELECT count(*) AS rare_page FROM alerts_search(NULL::alerts, :'large', :'rare');
-SELECT count(*) AS rare_page FROM alerts_search(NULL::alerts, :'large', :'rare');
-SELECT count(*) AS frequent_page FROM alerts_search(NULL::alerts, :'large', :'frequent');
+SELECT count(*) AS rare_page FROM alerts_search(NULL::alerts, 'acme', :'rare');
+SELECT count(*) AS rare_page FROM alerts_search(NULL::alerts, 'acme', :'rare');
+SELECT count(*) AS frequent_page FROM alerts_search(NULL::alerts, 'acme', :'frequent');
 \timing off
+\echo '== What the tenant-keys index costs on disk'
 SELECT pg_size_pretty(pg_relation_size('alerts_keys_idx')) AS keys_index_size;
 DROP INDEX alerts_keys_idx;
+
+\echo '== A page of the rare filter as an application shows it'
+SELECT id, alerts_ulid_time(id) AS created, priority_id AS prio, pg_temp.attrs(attribute_values) AS attributes
+FROM alerts_search(NULL::alerts, 'acme', :'rare', page_size => 5);

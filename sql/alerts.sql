@@ -1,9 +1,47 @@
--- alerts: bloom bitmaps over JSONB alert attributes.
+-- alerts: bloom bitmaps over JSONB alert attributes. The complete definition
+-- of the current version: a fresh `CREATE EXTENSION alerts` runs this file
+-- and nothing else. Released versions' scripts (sql/alerts--X.sql) and the
+-- upgrade scripts between them (sql/alerts--X--Y.sql) are frozen beside it;
+-- tests/shell/upgrade.sh proves that every upgrade path builds exactly the
+-- objects of this file.
 --
 -- Every object is written here by hand (the Rust functions are raw V1 C
 -- functions), so volatility, strictness, parallel safety, COST and comments
--- are explicit. Internals refer to each other through @extschema@ so that a
--- hostile search_path cannot redirect them.
+-- are explicit. Internals refer to each other through @extschema@ and pin
+-- search_path, so that a hostile search_path cannot redirect them.
+--
+-- Contents, in order: types; bitmaps and filters; tenant keys; ULIDs; the
+-- trigger; search; checking a table; the procedures users CALL; their
+-- internals.
+
+-- ==========================================================================
+-- Types
+-- ==========================================================================
+
+-- The state of a batched backfill, carried from one committed batch to the
+-- next by the procedures below.
+CREATE TYPE alerts_backfill_state AS (
+    rel regclass,
+    attrs_column name,
+    bitmap_column name,
+    generated boolean,
+    only_missing boolean,
+    caller text,
+    next_block bigint,
+    total_blocks bigint,
+    batch_blocks bigint,
+    rows_estimate bigint,
+    rows_updated bigint,
+    started timestamptz,
+    last_report timestamptz,
+    finished boolean
+);
+COMMENT ON TYPE alerts_backfill_state IS
+    'Internal: progress of CALL alerts_enable / alerts_rebuild between committed batches.';
+
+-- ==========================================================================
+-- Bitmaps and filters: the per-row bitmap, masks, the bloom and exact tests, sizing
+-- ==========================================================================
 
 CREATE FUNCTION alerts_match_support(internal) RETURNS internal
     AS 'MODULE_PATHNAME', 'alerts_match_support'
@@ -55,11 +93,25 @@ CREATE FUNCTION alerts_format_version() RETURNS integer
 COMMENT ON FUNCTION alerts_format_version() IS
     'Version of the bitmap format (element encoding and hashing) this library writes. Bitmaps written under another version must be rebuilt.';
 
-CREATE FUNCTION alerts_bloom_trigger() RETURNS trigger
-    AS 'MODULE_PATHNAME', 'alerts_bloom_trigger'
-    LANGUAGE c;
-COMMENT ON FUNCTION alerts_bloom_trigger() IS
-    'BEFORE INSERT OR UPDATE row trigger: sets the bit(512) bitmap column from the jsonb attributes column. Arguments: (attributes column, bitmap column), default (attribute_values, attribute_values_bitmap).';
+CREATE FUNCTION alerts_filter_jsonpath(filter jsonb) RETURNS jsonpath
+    AS 'MODULE_PATHNAME', 'alerts_filter_jsonpath'
+    LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 50;
+COMMENT ON FUNCTION alerts_filter_jsonpath(jsonb) IS
+    'A jsonpath p such that every row matching the filter has attribute_values @@ p, in the form one GIN scan answers (jsonb_ops or jsonb_path_ops): candidates to confirm with alerts_attrs_match. NULL when the filter has no such form ({}, a key with [], nested values). alerts_search uses it for rare filters.';
+
+-- ==========================================================================
+-- Tenant keys: the expression of the index that answers rare filters
+-- ==========================================================================
+
+CREATE FUNCTION alerts_keys(organisation_id text, id text, attrs jsonb) RETURNS bigint[]
+    AS 'MODULE_PATHNAME', 'alerts_keys'
+    LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 100;
+COMMENT ON FUNCTION alerts_keys(text, text, jsonb) IS
+    'The tenant keys of a row: each attribute element hashed with the tenant and the week of the row''s ULID. Index them with CREATE INDEX ... USING gin (alerts_keys(organisation_id, id, attribute_values)); alerts_search then answers rare filters by reading only the tenant''s matching rows of the window''s weeks, newest week first.';
+
+-- ==========================================================================
+-- ULIDs: time windows on the id
+-- ==========================================================================
 
 CREATE FUNCTION alerts_ulid_floor(ts timestamptz) RETURNS text
     AS 'MODULE_PATHNAME', 'alerts_ulid_floor'
@@ -79,6 +131,20 @@ CREATE FUNCTION alerts_ulid(ts timestamptz DEFAULT clock_timestamp()) RETURNS te
 COMMENT ON FUNCTION alerts_ulid(timestamptz) IS
     'A new ULID for that time (default: now), with 80 bits from the server''s strong random source. Uppercase, so that text COLLATE "C" order is time order.';
 
+-- ==========================================================================
+-- The trigger that keeps each row's bitmap current
+-- ==========================================================================
+
+CREATE FUNCTION alerts_bloom_trigger() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'alerts_bloom_trigger'
+    LANGUAGE c;
+COMMENT ON FUNCTION alerts_bloom_trigger() IS
+    'BEFORE INSERT OR UPDATE row trigger: sets the bit(512) bitmap column from the jsonb attributes column. Arguments: (attributes column, bitmap column), default (attribute_values, attribute_values_bitmap).';
+
+-- ==========================================================================
+-- Search: exact pages
+-- ==========================================================================
+
 CREATE FUNCTION alerts_search(
     rel anyelement,
     organisation_id text,
@@ -91,3 +157,503 @@ CREATE FUNCTION alerts_search(
     LANGUAGE c STABLE PARALLEL RESTRICTED ROWS 50;
 COMMENT ON FUNCTION alerts_search(anyelement, text, jsonb, timestamptz, text, integer) IS
     'An exact page of table rel (call as SELECT * FROM alerts_search(NULL::alerts, org, filter)): rows of organisation_id matching filter, newest first, id >= alerts_ulid_floor(since) and id < before_id (NULL: first page), page_size at most. Walks the pagination index (index-only with the bitmap INCLUDEd); once the filter proves rare, switches to a GIN index on attribute_values if there is one. Columns by convention: id, organisation_id, attribute_values, attribute_values_bitmap (use a view to rename).';
+
+CREATE FUNCTION alerts_search_probe(id text, bitmap bit, filter jsonb) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'alerts_search_probe'
+    LANGUAGE c VOLATILE PARALLEL UNSAFE COST 1;
+COMMENT ON FUNCTION alerts_search_probe(text, bit, jsonb) IS
+    'Internal to alerts_search: the walk''s bloom test (a NULL bitmap is a candidate), which also counts the index entries it sees and keeps the smallest id so that a chunk of the walk tells where it stopped. Not for direct use.';
+
+-- ==========================================================================
+-- Checking a table and its fast-path index
+-- ==========================================================================
+
+CREATE FUNCTION alerts_bloom_stats(
+    rel regclass,
+    attrs_column name DEFAULT 'attribute_values',
+    bitmap_column name DEFAULT 'attribute_values_bitmap',
+    sample_percent double precision DEFAULT 100
+) RETURNS TABLE (
+    rows bigint,
+    elements_mean double precision,
+    elements_p99 integer,
+    elements_max integer,
+    bitmap_fill_mean double precision,
+    expected_fp_rate_p99 double precision,
+    rows_without_bitmap bigint,
+    stale_bitmaps bigint,
+    advice text
+)
+    LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+    SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF sample_percent IS NULL OR sample_percent <= 0 OR sample_percent > 100 THEN
+        RAISE EXCEPTION 'alerts_bloom_stats: sample_percent must be in (0, 100], got %', sample_percent
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'use 1 to sample 1% of the table''s pages on a large table';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = rel AND attname = attrs_column AND attnum > 0 AND NOT attisdropped)
+       OR NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = rel AND attname = bitmap_column AND attnum > 0 AND NOT attisdropped) THEN
+        RAISE EXCEPTION 'alerts_bloom_stats: table % has no column % or no column %', rel, attrs_column, bitmap_column
+            USING ERRCODE = 'undefined_column',
+                  HINT = 'name the jsonb attributes column and the bit(512) bitmap column: alerts_bloom_stats(''t'', ''attrs'', ''bitmap'')';
+    END IF;
+    EXECUTE format(
+        'WITH r AS (
+             SELECT @extschema@.alerts_bloom_elements(%2$I) AS n,
+                    bit_count(%3$I) AS fill,
+                    %3$I IS NULL AND %2$I IS NOT NULL AS missing,
+                    %3$I IS DISTINCT FROM @extschema@.alerts_bloom(%2$I) AS stale
+             FROM %1$s %4$s)
+         SELECT count(*), avg(n)::float8, (percentile_disc(0.99) WITHIN GROUP (ORDER BY n))::int, max(n)::int,
+                avg(fill)::float8 / 512, NULL::float8, count(*) FILTER (WHERE missing), count(*) FILTER (WHERE stale), NULL::text
+         FROM r', rel, attrs_column, bitmap_column,
+        CASE WHEN sample_percent < 100 THEN format('TABLESAMPLE SYSTEM (%s)', sample_percent) ELSE '' END)
+    INTO rows, elements_mean, elements_p99, elements_max, bitmap_fill_mean, expected_fp_rate_p99,
+         rows_without_bitmap, stale_bitmaps, advice;
+    expected_fp_rate_p99 := power(1 - exp(-7.0 * coalesce(elements_p99, 0) / 512), 7);
+    advice := concat_ws(' ',
+        CASE WHEN elements_p99 > 53 THEN format(
+            'WARNING: 1%% of rows carry %s or more attribute elements, more than the ~53 a bit(512) bitmap holds at a 1%% false-positive rate; a single-value test on them passes by chance %s%% of the time. Pages stay exact but read more rows. Move high-cardinality attributes (ids, free text) out of %I into their own columns.',
+            elements_p99, round((expected_fp_rate_p99 * 100)::numeric, 1), attrs_column) END,
+        CASE WHEN rows_without_bitmap > 0 THEN format(
+            '%s rows have no bitmap: backfill them with CALL @extschema@.alerts_enable(%L, %L, %L) (batched, resumable) and check that the trigger is enabled.',
+            rows_without_bitmap, rel::text, attrs_column, bitmap_column) END,
+        CASE WHEN stale_bitmaps > rows_without_bitmap THEN format(
+            '%s bitmaps do not match their attributes (written by another format version or without the trigger): rebuild them with CALL @extschema@.alerts_rebuild(%L, %L, %L).',
+            stale_bitmaps - rows_without_bitmap, rel::text, attrs_column, bitmap_column) END);
+    IF advice = '' THEN
+        advice := 'ok: bitmaps are complete, current, and below 1% false positives for 99% of rows';
+    END IF;
+    RETURN NEXT;
+END
+$$;
+COMMENT ON FUNCTION alerts_bloom_stats(regclass, name, name, double precision) IS
+    'Sizing report of a table''s bitmaps: rows, attribute elements per row (mean, p99, max), bitmap fill, the expected false-positive rate at p99, rows without a bitmap (NULL attributes excepted) or with a stale one, and plain-language advice. sample_percent < 100 reads a TABLESAMPLE SYSTEM sample.';
+
+CREATE FUNCTION alerts_index_command(rel regclass, bitmap_column name DEFAULT 'attribute_values_bitmap')
+    RETURNS text
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    RETURN format('CREATE INDEX CONCURRENTLY IF NOT EXISTS %I ON %s (organisation_id, id DESC) INCLUDE (%I)',
+                  left((SELECT relname FROM pg_class WHERE oid = rel), 40) || '_alerts_page_idx', rel, bitmap_column);
+COMMENT ON FUNCTION alerts_index_command(regclass, name) IS
+    'The CREATE INDEX CONCURRENTLY statement for the fast path: the pagination index (organisation_id, id DESC) with the bitmap INCLUDEd, so alerts_search and filtered pages walk it index-only. Run it with \gexec: SELECT alerts_index_command(''alerts'') \gexec';
+
+-- ==========================================================================
+-- Enabling a table: the procedures users CALL
+-- ==========================================================================
+
+CREATE PROCEDURE alerts_enable(
+    rel regclass,
+    attrs_column name DEFAULT 'attribute_values',
+    bitmap_column name DEFAULT 'attribute_values_bitmap',
+    form text DEFAULT 'trigger',
+    batch_rows integer DEFAULT 10000,
+    lock_timeout_ms integer DEFAULT 1000
+)
+    LANGUAGE plpgsql
+AS $$
+-- No SET clause here: a procedure with one cannot COMMIT. Everything that
+-- resolves names runs in the schema-qualified helpers, which pin search_path.
+DECLARE
+    st @extschema@.alerts_backfill_state;
+BEGIN
+    st := @extschema@.alerts_enable_prepare(rel, attrs_column, bitmap_column, form, batch_rows, lock_timeout_ms);
+    COMMIT;
+    CALL @extschema@.alerts_backfill_run(st);
+END
+$$;
+COMMENT ON PROCEDURE alerts_enable(regclass, name, name, text, integer, integer) IS
+    'Enables the extension on an existing table: adds the bit(512) bitmap column and the alerts_bloom trigger (form => ''trigger'', default; brief locks only) or a stored generated column (form => ''generated''; rewrites the table under an exclusive lock), then backfills the missing bitmaps in committed batches of batch_rows, reporting progress. Resumable: CALL it again after an interruption. Must run outside a transaction block.';
+
+CREATE PROCEDURE alerts_rebuild(
+    rel regclass,
+    attrs_column name DEFAULT 'attribute_values',
+    bitmap_column name DEFAULT 'attribute_values_bitmap',
+    batch_rows integer DEFAULT 10000
+)
+    LANGUAGE plpgsql
+AS $$
+DECLARE
+    st @extschema@.alerts_backfill_state;
+BEGIN
+    st := @extschema@.alerts_rebuild_prepare(rel, attrs_column, bitmap_column, batch_rows);
+    CALL @extschema@.alerts_backfill_run(st);
+END
+$$;
+COMMENT ON PROCEDURE alerts_rebuild(regclass, name, name, integer) IS
+    'Rewrites every bitmap that differs from alerts_bloom(attributes) (after a hash format change, or rows written while the trigger was disabled), in committed batches of batch_rows, reporting progress. Resumable; must run outside a transaction block.';
+
+CREATE PROCEDURE alerts_disable(
+    rel regclass,
+    bitmap_column name DEFAULT 'attribute_values_bitmap',
+    lock_timeout_ms integer DEFAULT 1000
+)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    t record;
+    did boolean := false;
+BEGIN
+    IF rel IS NULL OR bitmap_column IS NULL OR lock_timeout_ms IS NULL THEN
+        RAISE EXCEPTION 'alerts_disable: rel, bitmap_column and lock_timeout_ms must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed', HINT = 'CALL alerts_disable(''my_table'')';
+    END IF;
+    FOR t IN
+        SELECT tgname FROM pg_trigger
+        WHERE tgrelid = rel AND NOT tgisinternal AND tgfoid = '@extschema@.alerts_bloom_trigger()'::regprocedure
+          AND CASE WHEN tgnargs = 0 THEN bitmap_column = 'attribute_values_bitmap'
+                   ELSE position('\x00'::bytea || convert_to(bitmap_column, getdatabaseencoding()) || '\x00'::bytea
+                                 IN '\x00'::bytea || tgargs) > 0 END
+    LOOP
+        PERFORM @extschema@.alerts_ddl('alerts_disable', format('DROP TRIGGER %I ON %s', t.tgname, rel), lock_timeout_ms);
+        did := true;
+    END LOOP;
+    IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = rel AND attname = bitmap_column AND attnum > 0 AND NOT attisdropped) THEN
+        -- drops the indexes that contain the column too; no table rewrite
+        PERFORM @extschema@.alerts_ddl('alerts_disable', format('ALTER TABLE %s DROP COLUMN %I', rel, bitmap_column), lock_timeout_ms);
+        did := true;
+    END IF;
+    IF did THEN
+        RAISE NOTICE 'alerts_disable: % no longer has column % nor its trigger', rel, quote_ident(bitmap_column);
+    ELSE
+        RAISE NOTICE 'alerts_disable: % has no column % and no alerts_bloom trigger for it; nothing to do', rel, quote_ident(bitmap_column);
+    END IF;
+END
+$$;
+COMMENT ON PROCEDURE alerts_disable(regclass, name, integer) IS
+    'Undoes alerts_enable: drops the alerts_bloom trigger(s) writing bitmap_column and the column itself (with the indexes that contain it), each under lock_timeout. No table rewrite.';
+
+-- ==========================================================================
+-- Internals of the procedures: checks, lock-bounded DDL, the batched backfill
+-- ==========================================================================
+
+CREATE FUNCTION alerts_enable_prepare(rel regclass, attrs_column name, bitmap_column name, form text,
+                                      batch_rows integer, lock_timeout_ms integer)
+    RETURNS alerts_backfill_state
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    st @extschema@.alerts_backfill_state;
+    bitmap_generated "char";
+    trigger_name name;
+    tg_state "char";
+BEGIN
+    IF form IS NULL OR form NOT IN ('trigger', 'generated') THEN
+        RAISE EXCEPTION 'alerts_enable: form must be ''trigger'' or ''generated'', got %', coalesce(quote_literal(form), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'trigger (the default) backfills in batches with brief locks only; generated rewrites the whole table under an exclusive lock';
+    END IF;
+    IF lock_timeout_ms IS NULL OR lock_timeout_ms < 1 THEN
+        RAISE EXCEPTION 'alerts_enable: lock_timeout_ms must be at least 1, got %', coalesce(lock_timeout_ms::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'the default, 1000 ms, keeps writers waiting at most a second per attempt';
+    END IF;
+    bitmap_generated := @extschema@.alerts_check_columns('alerts_enable', rel, attrs_column, bitmap_column);
+    IF NOT pg_has_role((SELECT relowner FROM pg_class WHERE oid = rel), 'USAGE') THEN
+        RAISE EXCEPTION 'alerts_enable: must be owner of table %', rel
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'run it as the table''s owner (or a member of the owning role)';
+    END IF;
+    IF bitmap_generated IS NULL THEN
+        IF form = 'trigger' THEN
+            PERFORM @extschema@.alerts_ddl('alerts_enable',
+                format('ALTER TABLE %s ADD COLUMN %I bit(512)', rel, bitmap_column), lock_timeout_ms);
+            bitmap_generated := '';
+        ELSE
+            RAISE NOTICE 'alerts_enable: adding a generated column rewrites % under an ACCESS EXCLUSIVE lock', rel;
+            PERFORM @extschema@.alerts_ddl('alerts_enable',
+                format('ALTER TABLE %s ADD COLUMN %I bit(512) GENERATED ALWAYS AS (@extschema@.alerts_bloom(%I)) STORED',
+                       rel, bitmap_column, attrs_column), lock_timeout_ms);
+            bitmap_generated := 's';
+        END IF;
+    ELSIF (bitmap_generated = 's') <> (form = 'generated') THEN
+        RAISE EXCEPTION 'alerts_enable: column %.% already exists as a % column, not the % form asked for', rel,
+            quote_ident(bitmap_column), CASE WHEN bitmap_generated = 's' THEN 'generated' ELSE 'plain' END, form
+            USING ERRCODE = 'duplicate_column',
+                  HINT = format('CALL alerts_enable(%L, form => %L) to keep it, or CALL alerts_disable(%L) first to switch forms',
+                                rel::text, CASE WHEN bitmap_generated = 's' THEN 'generated' ELSE 'trigger' END, rel::text);
+    END IF;
+    IF bitmap_generated <> 's' THEN
+        SELECT t.tgname, t.tgenabled INTO trigger_name, tg_state
+        FROM pg_trigger t
+        WHERE t.tgrelid = rel AND NOT t.tgisinternal
+          AND t.tgfoid = '@extschema@.alerts_bloom_trigger()'::regprocedure
+          AND CASE WHEN t.tgnargs = 0 THEN attrs_column = 'attribute_values' AND bitmap_column = 'attribute_values_bitmap'
+                   ELSE t.tgargs = convert_to(attrs_column, getdatabaseencoding()) || '\x00'::bytea
+                                   || convert_to(bitmap_column, getdatabaseencoding()) || '\x00'::bytea END;
+        IF trigger_name IS NULL THEN
+            trigger_name := CASE WHEN EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = rel AND tgname = 'alerts_bloom')
+                                 THEN left('alerts_bloom_' || bitmap_column, 63) ELSE 'alerts_bloom' END;
+            PERFORM @extschema@.alerts_ddl('alerts_enable',
+                format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.alerts_bloom_trigger(%L, %L)',
+                       trigger_name, rel, attrs_column, bitmap_column), lock_timeout_ms);
+        ELSIF tg_state = 'D' THEN
+            RAISE EXCEPTION 'alerts_enable: trigger % on % is disabled: rows written meanwhile may have no bitmap', quote_ident(trigger_name), rel
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      HINT = format('ALTER TABLE %s ENABLE TRIGGER %I, then CALL alerts_rebuild(%L)', rel, trigger_name, rel::text);
+        END IF;
+    END IF;
+    st := @extschema@.alerts_backfill_start('alerts_enable', rel, attrs_column, bitmap_column,
+                                            bitmap_generated = 's', true, batch_rows);
+    -- a stored generated column is computed for every row: nothing to backfill
+    st.finished := st.finished OR bitmap_generated = 's';
+    RETURN st;
+END
+$$;
+COMMENT ON FUNCTION alerts_enable_prepare(regclass, name, name, text, integer, integer) IS
+    'Internal: the DDL step of alerts_enable (column and trigger, each under lock_timeout), committed before the backfill starts.';
+
+CREATE FUNCTION alerts_rebuild_prepare(rel regclass, attrs_column name, bitmap_column name, batch_rows integer)
+    RETURNS alerts_backfill_state
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    bitmap_generated "char";
+BEGIN
+    bitmap_generated := @extschema@.alerts_check_columns('alerts_rebuild', rel, attrs_column, bitmap_column);
+    IF bitmap_generated IS NULL THEN
+        RAISE EXCEPTION 'alerts_rebuild: table % has no column %', rel, quote_ident(bitmap_column)
+            USING ERRCODE = 'undefined_column',
+                  HINT = format('enable the table first: CALL alerts_enable(%L)', rel::text);
+    END IF;
+    RETURN @extschema@.alerts_backfill_start('alerts_rebuild', rel, attrs_column, bitmap_column,
+                                             bitmap_generated = 's', false, batch_rows);
+END
+$$;
+COMMENT ON FUNCTION alerts_rebuild_prepare(regclass, name, name, integer) IS
+    'Internal: checks the table and plans the batches of alerts_rebuild.';
+
+-- Validates the table and columns shared by enable and rebuild; returns the
+-- bitmap column's generated flag ('' or 's'), NULL when it does not exist.
+CREATE FUNCTION alerts_check_columns(caller text, rel regclass, attrs_column name, bitmap_column name)
+    RETURNS "char"
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    attrs_type text;
+    bitmap_type text;
+    bitmap_generated "char";
+BEGIN
+    -- In an explicit transaction block, now() is the block's start, earlier
+    -- than this statement's: the procedures commit, so they cannot run there.
+    IF now() <> statement_timestamp() THEN
+        RAISE EXCEPTION '%: must be called outside a transaction block: it commits after every batch', caller
+            USING ERRCODE = 'active_sql_transaction', HINT = format('run CALL %s(...) on its own, with autocommit on', caller);
+    END IF;
+    IF rel IS NULL OR attrs_column IS NULL OR bitmap_column IS NULL THEN
+        RAISE EXCEPTION '%: rel, attrs_column and bitmap_column must not be NULL', caller
+            USING ERRCODE = 'null_value_not_allowed',
+                  HINT = format('CALL %s(''my_table'', ''attribute_values'', ''attribute_values_bitmap'')', caller);
+    END IF;
+    IF (SELECT relkind FROM pg_class WHERE oid = rel) NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION '%: % is not a table', caller, rel
+            USING ERRCODE = 'wrong_object_type',
+                  HINT = 'name the table that stores the alerts, not a view or an index';
+    END IF;
+    SELECT format_type(atttypid, atttypmod) INTO attrs_type
+    FROM pg_attribute WHERE attrelid = rel AND attname = attrs_column AND attnum > 0 AND NOT attisdropped;
+    IF attrs_type IS NULL THEN
+        RAISE EXCEPTION '%: table % has no column %', caller, rel, quote_ident(attrs_column)
+            USING ERRCODE = 'undefined_column',
+                  HINT = format('name the jsonb column that holds the attributes: CALL %s(%L, attrs_column => ''my_column'')', caller, rel::text);
+    ELSIF attrs_type <> 'jsonb' THEN
+        RAISE EXCEPTION '%: column %.% is %, not jsonb', caller, rel, quote_ident(attrs_column), attrs_type
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = format('convert it first: ALTER TABLE %s ALTER COLUMN %I TYPE jsonb USING %I::jsonb', rel, attrs_column, attrs_column);
+    END IF;
+    SELECT format_type(atttypid, atttypmod), attgenerated INTO bitmap_type, bitmap_generated
+    FROM pg_attribute WHERE attrelid = rel AND attname = bitmap_column AND attnum > 0 AND NOT attisdropped;
+    IF bitmap_type IS NOT NULL AND bitmap_type NOT IN ('bit(512)', 'bit varying') THEN
+        RAISE EXCEPTION '%: column %.% exists and is %, not bit(512)', caller, rel, quote_ident(bitmap_column), bitmap_type
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = 'pick another bitmap_column name, or drop that column first';
+    END IF;
+    RETURN bitmap_generated;
+END
+$$;
+COMMENT ON FUNCTION alerts_check_columns(text, regclass, name, name) IS
+    'Internal: checks that alerts_enable / alerts_rebuild run outside a transaction block, and the table and its attributes and bitmap columns.';
+
+-- Runs one DDL statement under lock_timeout, retrying while other sessions
+-- hold conflicting locks, so the ALTER never queues for long in front of the
+-- application's writes.
+CREATE FUNCTION alerts_ddl(caller text, ddl text, lock_timeout_ms integer)
+    RETURNS void
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    attempt integer := 0;
+BEGIN
+    PERFORM set_config('lock_timeout', lock_timeout_ms::text, true);
+    LOOP
+        BEGIN
+            EXECUTE ddl;
+            RETURN;
+        EXCEPTION WHEN lock_not_available THEN
+            attempt := attempt + 1;
+            IF attempt >= 20 THEN
+                RAISE EXCEPTION '%: could not lock the table within % ms, 20 times in a row, for: %', caller, lock_timeout_ms, ddl
+                    USING ERRCODE = 'lock_not_available',
+                          HINT = 'a long transaction holds a lock on the table (see pg_locks); end it, or retry with a larger lock_timeout_ms';
+            END IF;
+            RAISE NOTICE '%: table busy, retrying (%/20)', caller, attempt;
+            PERFORM pg_sleep(least(0.1 * attempt, 1.0));
+        END;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION alerts_ddl(text, text, integer) IS
+    'Internal: runs a DDL statement of alerts_enable/alerts_disable with lock_timeout and bounded retries.';
+
+-- The first state of a backfill over the table as it is now.
+CREATE FUNCTION alerts_backfill_start(caller text, rel regclass, attrs_column name, bitmap_column name,
+                                      generated boolean, only_missing boolean, batch_rows integer)
+    RETURNS alerts_backfill_state
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    st @extschema@.alerts_backfill_state;
+    per_block double precision;
+    sampled bigint;
+BEGIN
+    IF batch_rows IS NULL OR batch_rows < 1 THEN
+        RAISE EXCEPTION '%: batch_rows must be at least 1, got %', caller, coalesce(batch_rows::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'the default, 10000 rows per committed batch, suits most tables';
+    END IF;
+    st.rel := rel; st.attrs_column := attrs_column; st.bitmap_column := bitmap_column;
+    st.generated := generated; st.only_missing := only_missing; st.caller := caller;
+    st.next_block := 0;
+    -- Every row that existed before the trigger was committed lies below this
+    -- block; rows written since then got their bitmap from the trigger.
+    st.total_blocks := pg_relation_size(rel) / current_setting('block_size')::bigint;
+    SELECT CASE WHEN c.relpages > 0 AND c.reltuples >= 0 THEN c.reltuples / c.relpages END INTO per_block
+    FROM pg_class c WHERE c.oid = rel;
+    IF per_block IS NULL AND st.total_blocks > 0 THEN
+        EXECUTE format('SELECT count(*) FROM %s WHERE ctid < %L::tid', rel, format('(%s,0)', least(st.total_blocks, 16)))
+            INTO sampled;
+        per_block := sampled::double precision / least(st.total_blocks, 16);
+    END IF;
+    per_block := greatest(coalesce(per_block, 1), 1);
+    st.batch_blocks := greatest(1, ceil(batch_rows / per_block))::bigint;
+    st.rows_estimate := round(per_block * st.total_blocks)::bigint;
+    st.rows_updated := 0;
+    st.started := clock_timestamp();
+    st.last_report := st.started;
+    st.finished := st.total_blocks = 0;
+    RETURN st;
+END
+$$;
+COMMENT ON FUNCTION alerts_backfill_start(text, regclass, name, name, boolean, boolean, integer) IS
+    'Internal: plans a batched backfill (block ranges of about batch_rows rows) for alerts_enable and alerts_rebuild.';
+
+-- One batch: the rows of the next block range whose bitmap is missing (or,
+-- for a rebuild, differs from alerts_bloom of the attributes). Reports
+-- progress every 2 seconds and at the end.
+CREATE FUNCTION alerts_backfill_step(st alerts_backfill_state)
+    RETURNS alerts_backfill_state
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    hi bigint := least(st.next_block + st.batch_blocks, st.total_blocks);
+    n bigint;
+    now_ts timestamptz;
+    secs double precision;
+    done_rows bigint;
+    rate double precision;
+BEGIN
+    EXECUTE format('UPDATE %s SET %s WHERE ctid >= $1::tid AND ctid < $2::tid AND %s',
+        st.rel,
+        CASE WHEN st.generated THEN format('%1$I = %1$I', st.attrs_column)
+             ELSE format('%I = @extschema@.alerts_bloom(%I)', st.bitmap_column, st.attrs_column) END,
+        CASE WHEN st.only_missing THEN format('%I IS NULL AND %I IS NOT NULL', st.bitmap_column, st.attrs_column)
+             ELSE format('%I IS DISTINCT FROM @extschema@.alerts_bloom(%I)', st.bitmap_column, st.attrs_column) END)
+        USING format('(%s,0)', st.next_block), format('(%s,0)', hi);
+    GET DIAGNOSTICS n = ROW_COUNT;
+    st.rows_updated := st.rows_updated + n;
+    st.next_block := hi;
+    st.finished := hi >= st.total_blocks;
+    now_ts := clock_timestamp();
+    IF st.finished OR now_ts - st.last_report >= interval '2 seconds' THEN
+        secs := greatest(extract(epoch FROM now_ts - st.started)::double precision, 0.001);
+        done_rows := CASE WHEN st.total_blocks = 0 THEN 0
+                          ELSE round(st.rows_estimate * (hi::double precision / st.total_blocks))::bigint END;
+        rate := done_rows / secs;
+        RAISE NOTICE '%: %: % of ~% rows (% %%), % rows/s, % s elapsed, about % s left; % bitmaps written',
+            st.caller, st.rel, done_rows, st.rows_estimate,
+            CASE WHEN st.total_blocks = 0 THEN 100 ELSE floor(100.0 * hi / st.total_blocks) END,
+            round(rate), round(secs::numeric, 1),
+            CASE WHEN rate > 0 THEN round(((st.rows_estimate - done_rows) / rate)::numeric) ELSE 0 END,
+            st.rows_updated;
+        st.last_report := now_ts;
+    END IF;
+    RETURN st;
+END
+$$;
+COMMENT ON FUNCTION alerts_backfill_step(alerts_backfill_state) IS
+    'Internal: one committed batch of alerts_enable / alerts_rebuild; updates only the rows whose bitmap is missing (enable) or wrong (rebuild).';
+
+-- After the last batch: no row may be left without a correct bitmap.
+CREATE FUNCTION alerts_backfill_finish(st alerts_backfill_state)
+    RETURNS void
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    wrong bigint;
+    has_index boolean;
+BEGIN
+    EXECUTE format('SELECT count(*) FROM %s WHERE %I IS DISTINCT FROM @extschema@.alerts_bloom(%I)',
+                   st.rel, st.bitmap_column, st.attrs_column) INTO wrong;
+    IF wrong > 0 THEN
+        RAISE EXCEPTION '%: % rows of % still have a missing or wrong bitmap after the backfill', st.caller, wrong, st.rel
+            USING ERRCODE = 'data_exception',
+                  HINT = format('is the bitmap trigger disabled or another trigger rewriting %I? Check with \d %s, then CALL @extschema@.alerts_rebuild(%L)',
+                                st.attrs_column, st.rel, st.rel::text);
+    END IF;
+    RAISE NOTICE '%: % is ready: % bitmaps written in % s, every row checked', st.caller, st.rel, st.rows_updated,
+        round(extract(epoch FROM clock_timestamp() - st.started)::numeric, 1);
+    IF st.rows_updated > 0 THEN
+        RAISE NOTICE '%: now run VACUUM (ANALYZE) %: each bitmap written left a dead row version, and index-only walks need the visibility map', st.caller, st.rel;
+    END IF;
+    SELECT EXISTS (
+        SELECT 1 FROM pg_index i
+        WHERE i.indrelid = st.rel
+          AND (SELECT attname FROM pg_attribute WHERE attrelid = st.rel AND attnum = i.indkey[0]) = 'organisation_id'
+          AND (SELECT attname FROM pg_attribute WHERE attrelid = st.rel AND attnum = i.indkey[1]) = 'id'
+          AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = st.rel AND a.attname = st.bitmap_column
+                      AND a.attnum = ANY (i.indkey::int2[])))
+    INTO has_index;
+    IF NOT has_index AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = st.rel AND attname = 'organisation_id' AND NOT attisdropped)
+                     AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = st.rel AND attname = 'id' AND NOT attisdropped) THEN
+        RAISE NOTICE '%: for the index-only fast path, run outside a transaction: %', st.caller,
+            @extschema@.alerts_index_command(st.rel, st.bitmap_column);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION alerts_backfill_finish(alerts_backfill_state) IS
+    'Internal: checks every row''s bitmap after alerts_enable / alerts_rebuild and suggests the fast-path index.';
+
+-- The batch loop shared by alerts_enable and alerts_rebuild: one committed
+-- transaction per batch, then the final check. No SET clause (it commits).
+CREATE PROCEDURE alerts_backfill_run(st alerts_backfill_state)
+    LANGUAGE plpgsql
+AS $$
+BEGIN
+    LOOP
+        EXIT WHEN st.finished;
+        st := @extschema@.alerts_backfill_step(st);
+        COMMIT;
+    END LOOP;
+    PERFORM @extschema@.alerts_backfill_finish(st);
+END
+$$;
+COMMENT ON PROCEDURE alerts_backfill_run(alerts_backfill_state) IS
+    'Internal: runs the batches of alerts_enable / alerts_rebuild, committing after each, then checks every row.';

@@ -8,6 +8,7 @@
 //! allocating.
 
 mod bitmap_fns;
+mod compat;
 mod datum;
 mod filter_cache;
 mod jsonb;
@@ -40,14 +41,9 @@ pub extern "C-unwind" fn _PG_init() {
     unsafe { pgrx::pg_sys::MarkGUCPrefixReserved(c"alerts".as_ptr()) };
 }
 
+// A fresh install runs sql/alerts.sql, the complete current definition;
+// upgrades run the frozen sql/alerts--X--Y.sql scripts beside it.
 pgrx::extension_sql_file!("../sql/alerts.sql", name = "alerts_objects", bootstrap);
-// Each upgrade script is also the tail of a fresh install, so both paths
-// build the same objects.
-pgrx::extension_sql_file!(
-    "../sql/alerts--0.1.0--0.2.0.sql",
-    name = "alerts_0_2_0",
-    finalize
-);
 
 /// Declares `pg_finfo_<name>`, the record Postgres looks up to learn that the
 /// C function `<name>` uses the version-1 calling convention. Takes the finfo

@@ -153,15 +153,16 @@ unsafe fn column(
 /// A `bit(n)` column must be `bit(512)`; a `bit varying(n)` must hold 512 bits.
 unsafe fn check_bitmap_typmod(tupdesc: pg_sys::TupleDesc, attno: i32, relname: &str, name: &str) {
     // SAFETY: attno was validated by `column`.
-    let att = unsafe { &*(*tupdesc).attrs.as_ptr().add(attno as usize - 1) };
-    let ok = match att.atttypid {
-        pg_sys::BITOID => att.atttypmod == 512,
-        _ => att.atttypmod < 0 || att.atttypmod >= 512,
+    let att = unsafe { crate::compat::attribute(tupdesc, attno) };
+    let (typid, typmod) = (att.atttypid, att.atttypmod);
+    let ok = match typid {
+        pg_sys::BITOID => typmod == 512,
+        _ => typmod < 0 || typmod >= 512,
     };
     if !ok {
         error(
             PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
-            format!("alerts_bloom_trigger(): column \"{name}\" of table \"{relname}\" must be bit(512), its length is {}", att.atttypmod),
+            format!("alerts_bloom_trigger(): column \"{name}\" of table \"{relname}\" must be bit(512), its length is {typmod}"),
             &format!("ALTER TABLE {relname} ALTER COLUMN {name} TYPE bit(512) USING NULL"),
         );
     }

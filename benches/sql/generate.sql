@@ -6,6 +6,8 @@
 -- 3 ~0.005%, then a long uniform tail, so benchmark filters hit a chosen
 -- selectivity. Timestamps cover 365 days before :anchor; ids are ULIDs of
 -- their timestamps (random part derived from a hash, so reruns agree).
+-- With -v readable=1 (the demo) tenants, keys and values are words instead
+-- ('acme', 'team', 'payments'): same shapes and frequencies, readable rows.
 SELECT setseed(0.20261121);
 
 DROP TABLE IF EXISTS bench_orgs;
@@ -20,6 +22,10 @@ SELECT 3 + i, 'other', '01' || upper(substr(md5('org' || (3 + i)), 1, 24)), n
 FROM (SELECT i, greatest(200, ((:total - :large - :medium - :small) * 0.4 / (i + 10))::int) AS n
       FROM generate_series(1, 5000) i) s
 WHERE i <= 5000;
+\if :{?readable}
+UPDATE bench_orgs SET org = CASE role WHEN 'large' THEN 'acme' WHEN 'medium' THEN 'globex' WHEN 'small' THEN 'initech'
+                                      ELSE 'tenant-' || seq END;
+\endif
 -- trim the tail so the sum is close to :total
 DELETE FROM bench_orgs WHERE seq IN (
     SELECT seq FROM (SELECT seq, sum(n) OVER (ORDER BY seq) AS running FROM bench_orgs) r WHERE running > :total);
@@ -31,6 +37,21 @@ CREATE OR REPLACE FUNCTION bench_value(o text, a text, c int) RETURNS text
 CREATE OR REPLACE FUNCTION bench_key(o text, a text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN '01' || upper(substr(md5(o || ':' || a), 1, 24));
+\if :{?readable}
+CREATE OR REPLACE FUNCTION bench_value(o text, a text, c int) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN coalesce((CASE a
+        WHEN 'team' THEN ARRAY['platform', 'payments', 'search', 'mobile']
+        WHEN 'service' THEN ARRAY['checkout-api', 'ledger', 'indexer', 'push-gateway']
+        WHEN 'feature' THEN ARRAY['alerts', 'billing', 'sso', 'exports']
+        WHEN 'environment' THEN ARRAY['production', 'staging', 'development', 'qa']
+        WHEN 'region' THEN ARRAY['eu-west-1', 'us-east-1', 'ap-south-1', 'sa-east-1']
+        WHEN 'source' THEN ARRAY['prometheus', 'datadog', 'sentry', 'cloudwatch'] END)[c + 1],
+        a || '-' || c);
+CREATE OR REPLACE FUNCTION bench_key(o text, a text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN a;
+\endif
 -- A class drawn with the documented frequencies, tail of `tail` classes.
 CREATE OR REPLACE FUNCTION bench_class(u float8, tail int) RETURNS int
     LANGUAGE sql IMMUTABLE PARALLEL SAFE

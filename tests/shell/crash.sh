@@ -80,7 +80,7 @@ writer=$(start_writer target/crash/writer2.log)
 bulk >/dev/null
 wait_bulk_started >/dev/null
 sleep 3
-runuser -u postgres -- "$PGBIN/pg_ctl" -D "${ALERTS_PGDATA:-/tmp/alerts-pg-$PGPORT}" stop -m immediate >/dev/null
+as_pg "$PG_BINDIR/pg_ctl" -D "${ALERTS_PGDATA:-/tmp/alerts-pg-$PGPORT}" stop -m immediate >/dev/null
 wait "$writer" 2>/dev/null || true
 bash scripts/cluster.sh start >/dev/null
 wait_ready

@@ -24,7 +24,7 @@ import re
 import subprocess
 import sys
 
-for var, default in (("PGHOST", "/tmp"), ("PGPORT", "5499"), ("PGUSER", "postgres")):
+for var, default in (("PGHOST", "/tmp"), ("PGPORT", "5415"), ("PGUSER", "postgres")):
     os.environ.setdefault(var, default)
 CASES = int(os.environ.get("ALERTS_HOSTILE_CASES", "12000"))
 DB = "alerts_hostile"

@@ -1,13 +1,14 @@
 # Shared by the shell tests: connection settings for the scratch cluster of
-# scripts/cluster.sh, a strict psql, and helpers to check a database.
-export PGHOST=${PGHOST:-/tmp} PGPORT=${PGPORT:-5499} PGUSER=${PGUSER:-postgres}
-PGBIN=/usr/lib/postgresql/15/bin
+# scripts/cluster.sh (the version of ALERTS_PG, see scripts/pg.sh), a strict
+# psql, and helpers to check a database.
+source scripts/pg.sh
+pg_require
 q() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 qa() { psql -X -q -v ON_ERROR_STOP=1 -At "$@"; }
 fail() { echo "FAIL: $*"; exit 1; }
 wait_ready() {  # waits until the server accepts connections (after crash recovery)
   for _ in $(seq 1 600); do
-    "$PGBIN/pg_isready" -q && qa -d postgres -c "SELECT 1" >/dev/null 2>&1 && return 0
+    "$PG_BINDIR/pg_isready" -q && qa -d postgres -c "SELECT 1" >/dev/null 2>&1 && return 0
     sleep 0.5
   done
   fail "server not ready after 300 s"
@@ -17,13 +18,17 @@ wait_ready() {  # waits until the server accepts connections (after crash recove
 # equal the exact filter for a set of filters. Prints one summary line.
 check_table() {
   local db=$1 t=$2
-  q -d "$db" -c "CREATE EXTENSION IF NOT EXISTS amcheck" 2>/dev/null
   local wrong
   wrong=$(qa -d "$db" -c "SELECT count(*) FROM $t WHERE attribute_values_bitmap IS DISTINCT FROM alerts_bloom(attribute_values)")
   [ "$wrong" = 0 ] || fail "$db.$t: $wrong rows with a wrong bitmap"
-  qa -d "$db" -c "SELECT bt_index_check(c.oid, true) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-                  JOIN pg_am am ON am.oid = c.relam WHERE i.indrelid = '$t'::regclass AND am.amname = 'btree'" >/dev/null \
-    || fail "$db.$t: amcheck found an index that disagrees with the heap"
+  if [ "$(qa -d "$db" -c "SELECT count(*) FROM pg_available_extensions WHERE name = 'amcheck'")" = 1 ]; then
+    q -d "$db" -c "CREATE EXTENSION IF NOT EXISTS amcheck" 2>/dev/null
+    qa -d "$db" -c "SELECT bt_index_check(c.oid, true) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                    JOIN pg_am am ON am.oid = c.relam WHERE i.indrelid = '$t'::regclass AND am.amname = 'btree'" >/dev/null \
+      || fail "$db.$t: amcheck found an index that disagrees with the heap"
+  else
+    echo "SKIPPED one check: amcheck of $db.$t's btree indexes (PostgreSQL $PG_VERSION here has no amcheck module); bitmaps and searches are still checked"
+  fi
   local bad
   bad=$(qa -d "$db" <<SQL
 -- each filter beside the jsonb values whose containment (any of them) is the exact oracle

@@ -1,22 +1,17 @@
 #!/usr/bin/env bash
-# The upgrade path: install the released 0.1.0 script (sql/alerts--0.1.0.sql),
-# upgrade with ALTER EXTENSION alerts UPDATE, check that the extension's
-# objects (definitions, volatility, comments, types) equal a fresh install's,
-# then run the whole regression suite against the upgraded database.
+# The upgrade paths: install each released version's frozen script
+# (sql/alerts--X.sql), upgrade with ALTER EXTENSION alerts UPDATE, check that
+# the extension's objects (definitions, volatility, comments, types) equal a
+# fresh install's (sql/alerts.sql), then run the whole regression suite
+# against the database upgraded from the oldest release.
 # Needs the cluster of scripts/cluster.sh and the extension installed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-export PGHOST=${PGHOST:-/tmp} PGPORT=${PGPORT:-5499} PGUSER=${PGUSER:-postgres}
-PGXS=$(dirname "$(/usr/lib/postgresql/15/bin/pg_config --pgxs)")
-q() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+. tests/shell/lib.sh
 
-for db in alerts_upgraded alerts_fresh; do
-  dropdb --if-exists "$db"; createdb "$db"
-done
-q -d alerts_upgraded -c "CREATE EXTENSION alerts VERSION '0.1.0'"
-q -d alerts_upgraded -c "ALTER EXTENSION alerts UPDATE"
+RELEASED=(0.1.0 0.2.0)
+dropdb --if-exists alerts_fresh; createdb alerts_fresh
 q -d alerts_fresh -c "CREATE EXTENSION alerts"
-
 describe() {  # every member object of the extension, with its full definition
   q -d "$1" -At <<'SQL'
 SELECT e.extversion FROM pg_extension e WHERE e.extname = 'alerts';
@@ -36,19 +31,25 @@ WHERE d.refclassid = 'pg_extension'::regclass
 ORDER BY 1;
 SQL
 }
-describe alerts_upgraded > target/upgrade-upgraded.txt
 describe alerts_fresh > target/upgrade-fresh.txt
-if ! diff -u target/upgrade-fresh.txt target/upgrade-upgraded.txt; then
-  echo "upgrade: 0.1.0 + ALTER EXTENSION UPDATE differs from a fresh install (diff above)"
-  exit 1
-fi
 objects=$(psql -X -At -d alerts_fresh -c "SELECT count(*) FROM pg_depend WHERE refclassid = 'pg_extension'::regclass
   AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'alerts') AND deptype = 'e'")
-echo "upgrade: 0.1.0 -> $(head -1 target/upgrade-fresh.txt): $objects objects identical to a fresh install"
 dropdb alerts_fresh
-
+for v in "${RELEASED[@]}"; do
+  db=alerts_upgraded_${v//./_}
+  dropdb --if-exists "$db"; createdb "$db"
+  q -d "$db" -c "CREATE EXTENSION alerts VERSION '$v'"
+  q -d "$db" -c "ALTER EXTENSION alerts UPDATE"
+  describe "$db" > "target/upgrade-from-$v.txt"
+  if ! diff -u target/upgrade-fresh.txt "target/upgrade-from-$v.txt"; then
+    echo "upgrade: $v + ALTER EXTENSION UPDATE differs from a fresh install (diff above)"
+    exit 1
+  fi
+  echo "upgrade: $v -> $(head -1 target/upgrade-fresh.txt): $objects objects identical to a fresh install"
+  [ "$v" = "${RELEASED[0]}" ] || dropdb "$db"
+done
 mkdir -p target/regress-upgraded
-"$PGXS/../test/regress/pg_regress" --host="$PGHOST" --port="$PGPORT" --user="$PGUSER" \
-  --use-existing --dbname=alerts_upgraded --inputdir=tests --outputdir=target/regress-upgraded \
+"$PG_REGRESS" --bindir="$PG_BINDIR" --host="$PGHOST" --port="$PGPORT" --user="$PGUSER" \
+  --use-existing --dbname=alerts_upgraded_0_1_0 --inputdir=tests --outputdir=target/regress-upgraded \
   --schedule=tests/schedule || { head -100 target/regress-upgraded/regression.diffs; exit 1; }
-dropdb alerts_upgraded
+dropdb alerts_upgraded_0_1_0

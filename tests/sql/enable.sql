@@ -5,9 +5,6 @@
 SET client_min_messages = warning;  -- quiet when already installed (tests/shell/upgrade.sh)
 CREATE EXTENSION IF NOT EXISTS alerts;
 RESET client_min_messages;
-SET client_min_messages = warning;  -- quiet when already installed (tests/shell/upgrade.sh)
-CREATE EXTENSION IF NOT EXISTS dblink;
-RESET client_min_messages;
 \set SHOW_CONTEXT never
 CREATE TABLE live (
     id text COLLATE "C" PRIMARY KEY,
@@ -23,29 +20,18 @@ SELECT alerts_ulid(timestamptz '2026-06-01' - g * interval '2 seconds'), 'org' |
 FROM generate_series(1, 1000000) g;
 ANALYZE live;
 
--- The writer: one insert per transaction, its latency logged, until told to stop.
+-- The writer: a second client process (tests/clients/enable_writer.sql, psql
+-- in the background) inserting one row per transaction, its latency logged,
+-- until told to stop.
 CREATE TABLE writer_log (i int, started timestamptz, took interval);
 CREATE TABLE writer_stop (stop boolean);
+CREATE TABLE writer_done (done boolean);
 CREATE TABLE phases (name text, at timestamptz);
-SELECT dblink_connect('w', format('dbname=%s host=%s port=%s user=%s', current_database(),
-       split_part(current_setting('unix_socket_directories'), ',', 1), current_setting('port'), current_user)) AS connected;
-SELECT dblink_send_query('w', $w$
-DO $$
-DECLARE
-    i int := 0;
-    t0 timestamptz;
-BEGIN
-    LOOP
-        EXIT WHEN EXISTS (SELECT 1 FROM writer_stop);
-        t0 := clock_timestamp();
-        INSERT INTO live (id, organisation_id, attribute_values)
-        VALUES (alerts_ulid(), 'org' || (i % 10), jsonb_build_object('env', 'e' || (i % 7), 'writer', i));
-        INSERT INTO writer_log VALUES (i, t0, clock_timestamp() - t0);
-        COMMIT;
-        i := i + 1;
-        PERFORM pg_sleep(0.002);
-    END LOOP;
-END $$ $w$) AS writer_started;
+\setenv PGDATABASE :DBNAME
+\! psql -X -q -f tests/clients/enable_writer.sql >/dev/null 2>&1 &
+DO $$ BEGIN  -- until the writer has written its first row
+    FOR i IN 1..600 LOOP EXIT WHEN EXISTS (SELECT 1 FROM writer_log); PERFORM pg_sleep(0.05); END LOOP;
+END $$;
 
 -- Interrupted: statement_timeout stops the CALL part way; the batches
 -- committed so far stay.
@@ -65,8 +51,10 @@ CALL alerts_enable('live', batch_rows => 20000);
 INSERT INTO phases VALUES ('done', clock_timestamp());
 SELECT pg_sleep(0.2);
 INSERT INTO writer_stop VALUES (true);
-SELECT status FROM dblink_get_result('w') AS t(status text);
-SELECT dblink_disconnect('w');
+DO $$ BEGIN
+    FOR i IN 1..600 LOOP EXIT WHEN EXISTS (SELECT 1 FROM writer_done); PERFORM pg_sleep(0.05); END LOOP;
+END $$;
+SELECT count(*) AS writer_finished FROM writer_done;
 RESET client_min_messages;
 
 -- The writer kept going during the backfill and no insert waited for long:
@@ -149,4 +137,4 @@ CALL alerts_rebuild('small', 'attrs', 'bm');
 RESET client_min_messages;
 CALL alerts_disable('small', 'bm');
 SELECT count(*) AS columns FROM pg_attribute WHERE attrelid = 'small'::regclass AND attnum > 0 AND NOT attisdropped;
-DROP TABLE live, small, writer_log, writer_stop, phases;
+DROP TABLE live, small, writer_log, writer_stop, writer_done, phases;

@@ -208,32 +208,33 @@ SELECT count(*) FROM alerts_search(NULL::alerts, 'ORG_A', '{"team": "nope"}', '-
 RESET statement_timeout;
 SELECT 'still alive' AS after_cancel;
 
--- Concurrent inserts while paging. A second session (dblink) inserts matching
+-- Concurrent inserts while paging. A second client process
+-- (tests/clients/paging_writer.sql, psql in the background) inserts matching
 -- rows with new ids, old ids and ids between pages, committing as we go.
-SET client_min_messages = warning;  -- quiet when already installed (tests/shell/upgrade.sh)
-CREATE EXTENSION IF NOT EXISTS dblink;
-RESET client_min_messages;
-SELECT dblink_connect('writer', format('dbname=%s host=%s port=%s user=%s', current_database(),
-       split_part(current_setting('unix_socket_directories'), ',', 1), current_setting('port'), current_user)) AS connected;
 CREATE TABLE before_paging AS SELECT id FROM alerts WHERE organisation_id = 'ORG_B' AND attribute_values @> '{"env": "prod"}';
 CREATE TABLE seen (page int, id text);
+CREATE TABLE writer_stop (stop boolean);
+CREATE TABLE writer_done (done boolean);
+\setenv PGDATABASE :DBNAME
+\! psql -X -q -f tests/clients/paging_writer.sql >/dev/null 2>&1 &
 DO $$
 DECLARE
     cur text := NULL;
     p int := 0;
     n int;
 BEGIN
+    FOR i IN 1..600 LOOP  -- until the writer's first rows are in
+        EXIT WHEN EXISTS (SELECT 1 FROM alerts WHERE organisation_id = 'ORG_B' AND attribute_values ? 'w');
+        PERFORM pg_sleep(0.05);
+    END LOOP;
     LOOP
-        -- the writer inserts 40 rows spread over the whole id range, in its own transaction
-        PERFORM dblink_exec('writer', format(
-            'INSERT INTO alerts (id, organisation_id, created_at, priority_id, attribute_values)
-             SELECT alerts_ulid(timestamptz %L - random() * interval ''400 days''), ''ORG_B'', now(), 1, ''{"env": "prod", "w": %s}''
-             FROM generate_series(1, 40)', '2026-02-01', p));
+        -- each page is its own statement, so it sees what committed before it
         INSERT INTO seen SELECT p, id FROM alerts_search(NULL::alerts, 'ORG_B', '{"env": "prod"}', '-infinity', cur, 500);
         GET DIAGNOSTICS n = ROW_COUNT;
         EXIT WHEN n < 500;
         SELECT min(id) INTO cur FROM seen WHERE page = p;
         p := p + 1;
+        PERFORM pg_sleep(0.01);
     END LOOP;
 END $$;
 SELECT (SELECT count(*) FROM seen) = (SELECT count(DISTINCT id) FROM seen) AS no_duplicates,
@@ -242,12 +243,17 @@ SELECT (SELECT count(*) FROM seen) = (SELECT count(DISTINCT id) FROM seen) AS no
            = (SELECT count(*) FROM seen) AS all_exact,
        (SELECT count(*) FROM seen WHERE id NOT IN (SELECT id FROM before_paging)) > 0 AS saw_concurrent_rows;
 -- In one REPEATABLE READ transaction the pages are exact for its snapshot,
--- whatever commits meanwhile.
+-- whatever the writer commits meanwhile.
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 CREATE TEMP TABLE snap_oracle AS SELECT id FROM alerts WHERE organisation_id = 'ORG_B' AND attribute_values @> '{"env": "prod"}' ORDER BY id DESC LIMIT 300;
-SELECT dblink_exec('writer', 'INSERT INTO alerts (id, organisation_id, created_at, priority_id, attribute_values) SELECT alerts_ulid(), ''ORG_B'', now(), 1, ''{"env": "prod"}'' FROM generate_series(1, 100)');
+SELECT pg_sleep(0.1);
 SELECT array(SELECT id FROM alerts_search(NULL::alerts, 'ORG_B', '{"env": "prod"}', '-infinity', NULL, 300))
      = array(SELECT id FROM snap_oracle ORDER BY id DESC) AS snapshot_exact;
 COMMIT;
-SELECT dblink_disconnect('writer');
+INSERT INTO writer_stop VALUES (true);
+DO $$ BEGIN
+    FOR i IN 1..600 LOOP EXIT WHEN EXISTS (SELECT 1 FROM writer_done); PERFORM pg_sleep(0.05); END LOOP;
+END $$;
+SELECT count(*) AS writer_finished FROM writer_done;
 DELETE FROM alerts WHERE organisation_id = 'ORG_B' AND attribute_values @> '{"env": "prod"}' AND id NOT IN (SELECT id FROM before_paging);
+DROP TABLE writer_stop, writer_done;

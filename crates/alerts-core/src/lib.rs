@@ -15,6 +15,7 @@ pub mod error;
 pub mod filter;
 pub mod keys;
 pub mod ulid;
+pub mod walk;
 
 pub use bloom::{Bitmap, BITMAP_BITS, BITMAP_BYTES, FORMAT_VERSION, HASHES};
 pub use error::Error;

@@ -1,0 +1,56 @@
+//! Everything that differs between the PostgreSQL majors the extension
+//! builds for (15, 16, 18; the Cargo features `pg15`, `pg16`, `pg18`). The
+//! rest of the code calls these functions and never tests a version itself,
+//! so a new major means reading this one file.
+
+use pgrx::pg_sys;
+
+/// Sets `search_path` for the current GUC nest level (as a function's `SET`
+/// clause would), to be restored by `AtEOXact_GUC` at the end of the call or
+/// by the transaction's abort on error.
+///
+/// # Safety
+/// Must run inside a transaction, after `NewGUCNestLevel`.
+pub unsafe fn set_local_search_path(value: &std::ffi::CStr) {
+    // SAFETY: both strings are NUL-terminated and live for the call;
+    // set_config_option copies them.
+    unsafe {
+        pg_sys::set_config_option(
+            c"search_path".as_ptr(),
+            value.as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_SAVE,
+            true,
+            0,
+            false,
+        );
+    }
+}
+
+/// The `pg_attribute` entry of column `attno` (1-based) of a tuple
+/// descriptor. PostgreSQL 18 put a `CompactAttribute` array first in
+/// `TupleDescData` and the full entries after it (its `TupleDescAttr`
+/// macro), where 15 and 16 have them as the `attrs` member.
+///
+/// # Safety
+/// `tupdesc` must be valid and `attno` one of its columns.
+pub unsafe fn attribute<'a>(
+    tupdesc: pg_sys::TupleDesc,
+    attno: i32,
+) -> &'a pg_sys::FormData_pg_attribute {
+    let i = attno as usize - 1;
+    // SAFETY: as the caller's; the entries are laid out as each version's
+    // TupleDescAttr reads them.
+    unsafe {
+        #[cfg(not(feature = "pg18"))]
+        let first = (*tupdesc).attrs.as_ptr();
+        #[cfg(feature = "pg18")]
+        let first = (*tupdesc)
+            .compact_attrs
+            .as_ptr()
+            .add((*tupdesc).natts as usize)
+            .cast::<pg_sys::FormData_pg_attribute>();
+        &*first.add(i)
+    }
+}

@@ -1,0 +1,195 @@
+//! `alerts_search(rel anyelement, organisation_id, filter, since, before_id,
+//! page_size) RETURNS SETOF anyelement`: exact pages, newest first.
+//!
+//! Where things are:
+//! - this file: the SQL entry point, its argument checks, and the call's
+//!   setup (result store, pinned `search_path`, SPI);
+//! - `statements.rs`: the per-table prepared statements and which indexes
+//!   the table has;
+//! - `walk.rs`: the page walk in chunks, and where it leaves for a rare
+//!   path (the decisions themselves are pure, in `alerts_core::walk`);
+//! - `probe.rs`: the walk's per-entry bloom test and what it counts;
+//! - `rare.rs`: the tenant-keys, GIN and unbounded-walk paths;
+//! - `routes.rs`: the session's memory of filters found rare;
+//! - `spi.rs`: SPI helpers and the page being built.
+//!
+//! Every row returned passed `alerts_attrs_match`.
+
+mod probe;
+mod rare;
+mod routes;
+mod spi;
+mod statements;
+mod walk;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use alerts_core::walk::RarePaths;
+use alerts_core::{ulid, Filter};
+use pgrx::pg_guard;
+use pgrx::pg_sys::{self, Datum, Oid};
+use pgrx::PgSqlErrorCode;
+
+use crate::datum::{error, text_datum};
+use spi::{cstr_owned, Page};
+
+crate::finfo_v1!(pg_finfo_alerts_search);
+
+/// What one table keeps for the session: its statements and route memory.
+struct Table {
+    statements: statements::Statements,
+    routes: routes::Routes,
+}
+
+thread_local! {
+    /// Backends are single-threaded; the tables live for the session.
+    static TABLES: RefCell<HashMap<Oid, Table>> = RefCell::new(HashMap::new());
+}
+
+/// One call's arguments, checked, and what the table offers for its filter.
+pub struct Call<'a> {
+    pub org: Datum,
+    pub filter: Datum,
+    pub compiled: &'a Filter,
+    /// The window's smallest id (`alerts_ulid_floor(since)`).
+    pub floor: Datum,
+    /// Ids below this: `before_id`, or '8' (after every ULID) on a first
+    /// page.
+    pub before: Datum,
+    pub first_page: bool,
+    pub paths: RarePaths,
+    /// The filter as one GIN jsonpath, when it has that form.
+    pub jsonpath: Option<String>,
+}
+
+/// # Safety
+/// Called by Postgres through the V1 convention as a set-returning function.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    crate::datum::enter("alerts_search");
+    // SAFETY: we check the call context before using it; argument datums are
+    // read only where they are not null.
+    unsafe {
+        let rsinfo = (*fcinfo).resultinfo as *mut pg_sys::ReturnSetInfo;
+        if rsinfo.is_null()
+            || (*rsinfo).type_ != pg_sys::NodeTag::T_ReturnSetInfo
+            || (*rsinfo).allowedModes & pg_sys::SetFunctionReturnMode::SFRM_Materialize as i32 == 0
+        {
+            error(
+                PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                "alerts_search must be called in FROM".into(),
+                "SELECT * FROM alerts_search(NULL::alerts, $1, $2)",
+            );
+        }
+        let flinfo = (*fcinfo).flinfo;
+        let rowtype = pg_sys::get_fn_expr_argtype(flinfo, 0);
+        let relid = if rowtype == pg_sys::InvalidOid {
+            pg_sys::InvalidOid
+        } else {
+            pg_sys::get_typ_typrelid(rowtype)
+        };
+        if relid == pg_sys::InvalidOid {
+            error(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!(
+                    "alerts_search: first argument must be a table's row type, got {}",
+                    cstr_owned(pg_sys::format_type_be(rowtype))
+                ),
+                "call it as SELECT * FROM alerts_search(NULL::alerts, $1, $2)",
+            );
+        }
+        let arg = |n: usize| pgrx::fcinfo::pg_getarg_datum(fcinfo, n);
+        let (Some(org), Some(filter), Some(since), Some(size)) = (arg(1), arg(2), arg(3), arg(5))
+        else {
+            error(
+                PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+                "alerts_search: organisation_id, filter, since and page_size must not be NULL".into(),
+                "pass '{}' as the filter to match every alert, and leave before_id NULL for the first page",
+            );
+        };
+        let page_size = size.value() as i32;
+        if page_size < 1 {
+            error(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("alerts_search: page_size must be at least 1, got {page_size}"),
+                "pages are usually 50 rows",
+            );
+        }
+        // Compiles (and so validates) the filter, with the filter's own errors.
+        let compiled = crate::filter_cache::compiled(fcinfo, filter);
+        let floor_ms = ulid::unix_ms_of_pg_timestamp(since.value() as i64).unwrap_or_else(|| {
+            error(
+                PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
+                "alerts_search: since is after the last time a ULID can hold".into(),
+                "pass a finite timestamp",
+            )
+        });
+        let floor = text_datum(std::str::from_utf8(&ulid::floor(floor_ms)).expect("ascii"));
+
+        // The result lives in the query's memory, in the table's row type.
+        let per_query = (*(*rsinfo).econtext).ecxt_per_query_memory;
+        let old = pg_sys::MemoryContextSwitchTo(per_query);
+        let store = pg_sys::tuplestore_begin_heap(true, false, pg_sys::work_mem);
+        let desc = pg_sys::lookup_rowtype_tupdesc_copy(rowtype, -1);
+        pg_sys::MemoryContextSwitchTo(old);
+
+        // Our statements resolve operators and functions with a fixed
+        // search_path, whatever the caller's: as a function's `SET
+        // search_path` clause would, restored at the end of the call (or by
+        // the transaction's abort on error).
+        let guc_level = pg_sys::NewGUCNestLevel();
+        crate::compat::set_local_search_path(c"pg_catalog, pg_temp");
+        if pg_sys::SPI_connect() != pg_sys::SPI_OK_CONNECT as i32 {
+            error(
+                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                "alerts_search: SPI_connect failed".into(),
+                "report this as a bug",
+            );
+        }
+        TABLES.with(|tables| {
+            let mut tables = tables.borrow_mut();
+            let table = tables.entry(relid).or_insert_with(|| {
+                // Only when a table's statements are first prepared.
+                let ext_schema = cstr_owned(pg_sys::get_namespace_name(
+                    pg_sys::get_func_namespace((*flinfo).fn_oid),
+                ));
+                Table {
+                    statements: statements::Statements::prepare(relid, &ext_schema),
+                    routes: routes::Routes::default(),
+                }
+            });
+            // The rare paths: the tenant-keys index if the table has one,
+            // else a GIN index on the attributes when the filter has a form
+            // it answers (not `{}`, which every row matches).
+            let (has_gin, has_keys) = table.statements.gin_indexes(relid);
+            let jsonpath = compiled.gin_jsonpath();
+            let call = Call {
+                org,
+                filter,
+                compiled,
+                floor,
+                // '8' sorts after every ULID; rows with other ids at or
+                // after it are read first, by `above`, on a first page.
+                before: arg(4).unwrap_or_else(|| text_datum("8")),
+                first_page: arg(4).is_none(),
+                paths: RarePaths {
+                    keys: has_keys && !compiled.is_empty(),
+                    gin: has_gin && jsonpath.is_some(),
+                },
+                jsonpath,
+            };
+            let mut page = Page::new(store, page_size as i64);
+            walk::fill(&mut table.statements, &mut table.routes, &call, &mut page);
+        });
+        pg_sys::SPI_finish();
+        pg_sys::AtEOXact_GUC(true, guc_level);
+
+        (*rsinfo).returnMode = pg_sys::SetFunctionReturnMode::SFRM_Materialize;
+        (*rsinfo).setResult = store;
+        (*rsinfo).setDesc = desc;
+        (*fcinfo).isnull = true;
+        Datum::from(0usize)
+    }
+}

@@ -1,0 +1,128 @@
+//! The rare paths: the rest of a page below a cursor when the filter is too
+//! rare for the walk. First the tenant-keys index (newest weeks first), else
+//! one jsonpath scan of a GIN index on the attributes, else (neither index)
+//! the walk without a chunk bound.
+
+use alerts_core::keys::{clause_keys, week_floor, week_of_id, NO_WEEK};
+use alerts_core::walk::{next_span, range_start, FIRST_WEEKS};
+use pgrx::pg_sys::Datum;
+
+use super::spi::{execute, first_id, text_of, Page};
+use super::statements::Statements;
+use super::Call;
+
+/// Fills the rest of the page below `cursor` by the cheapest rare path the
+/// table offers; `weeks` is the first range the keys path reads.
+///
+/// # Safety
+/// SPI must be connected; the call's datums are live.
+pub unsafe fn rest_of_page(
+    st: &mut Statements,
+    call: &Call,
+    cursor: Datum,
+    page: &mut Page,
+    weeks: u64,
+) {
+    // SAFETY: as the caller's.
+    unsafe {
+        if call.paths.keys && by_keys(st, call, cursor, page, weeks) {
+            return;
+        }
+        let want = Datum::from(page.want);
+        let tt = match &call.jsonpath {
+            Some(path) if call.paths.gin => {
+                let path = crate::datum::jsonpath_datum(path);
+                execute(
+                    st.gin,
+                    &[call.org, call.floor, cursor, call.filter, want, path],
+                )
+            }
+            _ => execute(st.rest, &[call.org, call.floor, cursor, call.filter, want]),
+        };
+        page.add(tt);
+    }
+}
+
+/// The rest of a page through the tenant-keys index, newest weeks first:
+/// `first_weeks` weeks, then twice as many each time, until the page is
+/// full or the window's oldest week is read. Every range is bounded by ids
+/// (each row belongs to exactly one range) and checked exactly. Returns
+/// false, having written nothing, when the window's ends are not ULIDs (no
+/// weeks to walk).
+unsafe fn by_keys(
+    st: &mut Statements,
+    call: &Call,
+    cursor: Datum,
+    page: &mut Page,
+    first_weeks: u64,
+) -> bool {
+    // SAFETY: SPI is connected by the caller; datums are live.
+    unsafe {
+        let window = [call.org, call.floor, cursor];
+        // The window's weeks: from the cursor's (or the tenant's newest
+        // entry's, on a first page) down to the floor's (or the tenant's
+        // oldest entry's, when the window reaches further back than a first
+        // range; an unbounded window starts in 1970).
+        let floor_bytes = crate::datum::varlena_bytes(call.floor).to_vec();
+        let mut hi = week_of_id(crate::datum::varlena_bytes(cursor));
+        if hi == NO_WEEK {
+            let Some(newest) = first_id(st.newest, &window) else {
+                return true; // nothing in the window below the cursor
+            };
+            hi = week_of_id(&newest);
+        }
+        let mut lo = week_of_id(&floor_bytes);
+        if hi == NO_WEEK || lo == NO_WEEK {
+            return false;
+        }
+        if hi.saturating_sub(lo) >= FIRST_WEEKS {
+            // A long window: bound it by the tenant's entries, not by the
+            // cursor and the floor (a cursor far in the future or an
+            // unbounded window would mean weeks without a row).
+            let Some(newest) = first_id(st.newest, &window) else {
+                return true;
+            };
+            hi = hi.min(week_of_id(&newest));
+            let Some(oldest) = first_id(st.oldest, &window) else {
+                return true;
+            };
+            lo = lo.max(week_of_id(&oldest));
+            if lo == NO_WEEK {
+                return false;
+            }
+        }
+        if lo > hi {
+            return true; // the window is empty below the cursor
+        }
+        let tenant = crate::datum::varlena_bytes(call.org).to_vec();
+        let plan = st.keys(call.compiled.clauses.len());
+        let mut upper = cursor;
+        let mut span = first_weeks.max(1);
+        loop {
+            let start = range_start(lo, hi, span);
+            let bound = week_floor(start);
+            let range_floor = if start == lo || floor_bytes.as_slice() > bound.as_slice() {
+                call.floor
+            } else {
+                text_of(&bound)
+            };
+            let mut args = vec![
+                call.org,
+                range_floor,
+                upper,
+                call.filter,
+                Datum::from(page.want),
+            ];
+            for c in &call.compiled.clauses {
+                args.push(crate::keys::int8_array(&clause_keys(&tenant, start, hi, c)));
+            }
+            page.add(execute(plan, &args));
+            if page.is_full() || start == lo {
+                return true;
+            }
+            upper = text_of(&bound);
+            hi = start - 1;
+            span = next_span(span);
+        }
+    }
+}

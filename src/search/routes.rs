@@ -1,0 +1,69 @@
+//! The session's route memory: (tenant, filter) pairs a walk found rare, and
+//! when. For [`TTL`] their calls go to the rare path without walking first.
+//! Only ever a shortcut to an exact path whatever the window, so a stale
+//! entry costs time, never rows. `alerts.search_shortcuts = off` turns it
+//! off.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use pgrx::pg_sys::Datum;
+
+/// How long a (tenant, filter) a walk found rare goes straight to the rare
+/// path.
+const TTL: Duration = Duration::from_secs(10);
+/// A rare-path answer slower than this ends the shortcut: the filter may no
+/// longer be rare for the tenant, and the next call walks first again.
+const SLOW: Duration = Duration::from_millis(5);
+/// Bound on the pairs remembered per table and session (cleared when full).
+const MAX: usize = 10_000;
+
+/// The key of a (tenant, filter) pair: their raw bytes.
+pub type Key = (Vec<u8>, Vec<u8>);
+
+#[derive(Default)]
+pub struct Routes {
+    /// When the pair was found rare, and the weeks the keys path reads first.
+    found: HashMap<Key, (Instant, u64)>,
+}
+
+impl Routes {
+    /// The key of this call's pair, when shortcuts are on.
+    ///
+    /// # Safety
+    /// `org` and `filter` must be non-null varlena datums.
+    pub unsafe fn key(org: Datum, filter: Datum) -> Option<Key> {
+        crate::SEARCH_SHORTCUTS.get().then(|| {
+            // SAFETY: as the caller's.
+            unsafe {
+                (
+                    crate::datum::varlena_bytes(org).to_vec(),
+                    crate::datum::varlena_bytes(filter).to_vec(),
+                )
+            }
+        })
+    }
+
+    /// The first weeks to read, if the pair was found rare less than
+    /// [`TTL`] ago.
+    pub fn fresh(&self, key: &Key) -> Option<u64> {
+        self.found
+            .get(key)
+            .filter(|(t, _)| t.elapsed() < TTL)
+            .map(|&(_, weeks)| weeks)
+    }
+
+    pub fn remember(&mut self, key: Key, weeks: u64) {
+        if self.found.len() >= MAX {
+            self.found.clear();
+        }
+        self.found.insert(key, (Instant::now(), weeks));
+    }
+
+    /// A shortcut's answer took `elapsed`: a slow one forgets the pair.
+    pub fn answered(&mut self, key: &Key, elapsed: Duration) {
+        if elapsed > SLOW {
+            self.found.remove(key);
+        }
+    }
+}

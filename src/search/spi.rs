@@ -1,0 +1,205 @@
+//! The few SPI operations `alerts_search` needs: prepare and keep a
+//! statement, run it read-only, read ids from its result, and append its rows
+//! to the page being built ([`Page`]).
+
+use std::ffi::{CStr, CString};
+
+use pgrx::pg_sys::{self, Datum, Oid};
+use pgrx::PgSqlErrorCode;
+
+use crate::datum::error;
+
+/// A Rust string of a NUL-terminated C string from Postgres.
+///
+/// # Safety
+/// `p` must point to a NUL-terminated string.
+pub unsafe fn cstr_owned(p: *const std::ffi::c_char) -> String {
+    // SAFETY: the caller passes a NUL-terminated string.
+    unsafe { CStr::from_ptr(p).to_string_lossy().into_owned() }
+}
+
+/// An identifier quoted for SQL, as `quote_ident` would.
+pub fn quoted(ident: &str) -> String {
+    let c = CString::new(ident).expect("identifiers have no NUL");
+    // SAFETY: quote_identifier returns its argument or a palloc'd copy.
+    unsafe { cstr_owned(pg_sys::quote_identifier(c.as_ptr())) }
+}
+
+/// Prepares and keeps a statement, left to the plan cache's choice between
+/// custom and generic plans.
+///
+/// # Safety
+/// SPI must be connected.
+pub unsafe fn prepare(sql: &str, types: &[Oid]) -> pg_sys::SPIPlanPtr {
+    // SAFETY: as prepare_with.
+    unsafe { prepare_with(sql, types, 0) }
+}
+
+/// Prepares and keeps a statement that always runs its generic plan: for
+/// the index statements, whose only possible plans are the bitmap scan of
+/// the index and a sequential scan. Left to choose, the plan cache compared
+/// the generic plan's cost (a default selectivity) with custom plans priced
+/// from the call's keys and planned every call anew (0.1-0.2 ms each).
+///
+/// # Safety
+/// SPI must be connected.
+pub unsafe fn prepare_generic(sql: &str, types: &[Oid]) -> pg_sys::SPIPlanPtr {
+    // SAFETY: as prepare_with.
+    unsafe { prepare_with(sql, types, pg_sys::CURSOR_OPT_GENERIC_PLAN as i32) }
+}
+
+unsafe fn prepare_with(sql: &str, types: &[Oid], options: i32) -> pg_sys::SPIPlanPtr {
+    let c = CString::new(sql).expect("no NUL in SQL");
+    // SAFETY: SPI is connected by the caller; `types` outlives the call.
+    unsafe {
+        let plan = pg_sys::SPI_prepare_cursor(
+            c.as_ptr(),
+            types.len() as i32,
+            types.as_ptr() as *mut Oid,
+            options,
+        );
+        if plan.is_null() {
+            error(
+                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                format!("alerts_search could not prepare: {}", cstr_owned(pg_sys::SPI_result_code_string(pg_sys::SPI_result))),
+                "check that the table has the columns id, organisation_id, attribute_values and attribute_values_bitmap",
+            );
+        }
+        pg_sys::SPI_keepplan(plan);
+        plan
+    }
+}
+
+/// Runs a prepared statement read-only (the caller's snapshot) and returns
+/// its result table, which stays valid until `SPI_finish`.
+///
+/// # Safety
+/// SPI must be connected and `args` must match the plan's parameter types.
+pub unsafe fn execute(plan: pg_sys::SPIPlanPtr, args: &[Datum]) -> *mut pg_sys::SPITupleTable {
+    let nulls = vec![b' ' as std::ffi::c_char; args.len()];
+    // SAFETY: SPI is connected; args match the plan's parameter types.
+    unsafe {
+        let rc =
+            pg_sys::SPI_execute_plan(plan, args.as_ptr() as *mut Datum, nulls.as_ptr(), true, 0);
+        if rc != pg_sys::SPI_OK_SELECT as i32 {
+            error(
+                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                format!(
+                    "alerts_search: query failed: {}",
+                    cstr_owned(pg_sys::SPI_result_code_string(rc))
+                ),
+                "report this as a bug",
+            );
+        }
+        pg_sys::SPI_tuptable
+    }
+}
+
+/// Number of rows of a result table.
+///
+/// # Safety
+/// `tt` must be a live SPI result table.
+pub unsafe fn rows(tt: *mut pg_sys::SPITupleTable) -> i64 {
+    // SAFETY: tt is a live SPI result table.
+    unsafe { (*tt).numvals as i64 }
+}
+
+/// Column 1 of the first row of a result table, if there is a row and the
+/// value is not NULL.
+///
+/// # Safety
+/// `tt` must be a live SPI result table.
+pub unsafe fn first_value(tt: *mut pg_sys::SPITupleTable) -> Option<Datum> {
+    // SAFETY: tt is live; row 0 exists when numvals > 0.
+    unsafe {
+        if rows(tt) == 0 {
+            return None;
+        }
+        let mut isnull = true;
+        let d = pg_sys::SPI_getbinval(*(*tt).vals, (*tt).tupdesc, 1, &mut isnull);
+        (!isnull).then_some(d)
+    }
+}
+
+/// The first id a one-column statement returns, if any (bytes copied).
+///
+/// # Safety
+/// As [`execute`]; the statement returns one text column.
+pub unsafe fn first_id(plan: pg_sys::SPIPlanPtr, args: &[Datum]) -> Option<Vec<u8>> {
+    // SAFETY: as execute; the value is a non-null text datum.
+    unsafe { first_value(execute(plan, args)).map(|d| crate::datum::varlena_bytes(d).to_vec()) }
+}
+
+/// A `text` datum of raw bytes.
+pub fn text_of(bytes: &[u8]) -> Datum {
+    // SAFETY: cstring_to_text_with_len copies `len` bytes into a new text.
+    unsafe {
+        Datum::from(pg_sys::cstring_to_text_with_len(
+            bytes.as_ptr() as *const _,
+            bytes.len() as i32,
+        ))
+    }
+}
+
+/// The page being built: a tuplestore in the table's row type, and how many
+/// rows it still needs.
+pub struct Page {
+    store: *mut pg_sys::Tuplestorestate,
+    /// Rows asked for.
+    size: i64,
+    /// Rows still to find.
+    pub want: i64,
+}
+
+impl Page {
+    pub fn new(store: *mut pg_sys::Tuplestorestate, size: i64) -> Page {
+        Page {
+            store,
+            size,
+            want: size,
+        }
+    }
+
+    pub fn size(&self) -> i64 {
+        self.size
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.want <= 0
+    }
+
+    /// Appends the non-NULL values of column 1 (the table's row type) of a
+    /// result table, at most as many as the page still wants; returns how
+    /// many.
+    ///
+    /// # Safety
+    /// `tt` must be a live SPI result table whose column 1 is the table's
+    /// row type.
+    pub unsafe fn add(&mut self, tt: *mut pg_sys::SPITupleTable) -> i64 {
+        let mut copied = 0;
+        // SAFETY: tt is a live SPI result table whose column 1 is the row type.
+        unsafe {
+            for i in 0..rows(tt) as usize {
+                if copied >= self.want {
+                    break;
+                }
+                let tuple = *(*tt).vals.add(i);
+                let mut isnull = false;
+                let d = pg_sys::SPI_getbinval(tuple, (*tt).tupdesc, 1, &mut isnull);
+                if isnull {
+                    continue;
+                }
+                let td = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as pg_sys::HeapTupleHeader;
+                let mut tmp = pg_sys::HeapTupleData {
+                    t_len: pgrx::varsize_any(td as *const pg_sys::varlena) as u32,
+                    t_data: td,
+                    ..Default::default()
+                };
+                pg_sys::tuplestore_puttuple(self.store, &mut tmp);
+                copied += 1;
+            }
+        }
+        self.want -= copied;
+        copied
+    }
+}
