@@ -55,6 +55,35 @@ pub fn week_of_id(id: &[u8]) -> u64 {
     time_of_id(id).map_or(NO_WEEK, |ms| ms / WEEK_MS)
 }
 
+/// The greatest week of any id that sorts at or below `id` and has a week:
+/// the week of the greatest 10-character uppercase Crockford prefix that is
+/// at most `id` (bytewise). For an id with a week that is its own week; for
+/// one without (a lowercase ULID, `order-17`) it bounds the weeks of the
+/// ids below it, so a search can skip weeks where no such id can be. None
+/// when no id with a week sorts at or below `id`.
+pub fn week_at_most(id: &[u8]) -> Option<u64> {
+    let exact = id
+        .iter()
+        .take(TIME_CHARS)
+        .take_while(|&&b| strict_digit(b).is_some())
+        .count();
+    if exact == TIME_CHARS {
+        return Some(week_of_id(id));
+    }
+    // Keep id[..k], put the greatest digit below id[k] at k, then 'Z's.
+    for k in (0..=exact).rev() {
+        let Some(&limit) = id.get(k) else { continue };
+        let Some(&below) = ALPHABET.iter().rev().find(|&&a| a < limit) else {
+            continue;
+        };
+        let mut prefix = [b'Z'; TIME_CHARS];
+        prefix[..k].copy_from_slice(&id[..k]);
+        prefix[k] = below;
+        return Some(week_of_id(&prefix));
+    }
+    None
+}
+
 /// The smallest id prefix of a week: every id whose week is `week` or later
 /// sorts at or after it, every id of an earlier week before it.
 pub fn week_floor(week: u64) -> [u8; TIME_CHARS] {
@@ -199,6 +228,38 @@ mod tests {
         assert_eq!(week_of_id(b"short"), NO_WEEK);
         assert_eq!(week_of_id(b"0000000000"), 0);
         assert_eq!(&week_floor(0), b"0000000000");
+    }
+
+    #[test]
+    fn week_at_most_bounds_every_id_below() {
+        let a = ulid::encode(1_700_000_000_000, 5);
+        assert_eq!(week_at_most(&a), Some(week_of_id(&a)));
+        // A lowercase ULID sorts above every uppercase id of its prefix.
+        assert_eq!(week_at_most(b"01keatap608jjkjx9sd1fxzkak"), Some(week_of_id(b"01ZZZZZZZZ")));
+        assert_eq!(week_at_most(b"01K"), Some(week_of_id(b"01JZZZZZZZ")));
+        assert_eq!(week_at_most(b"order-17"), Some(week_of_id(b"ZZZZZZZZZZ")));
+        assert_eq!(week_at_most(b"0"), None);
+        assert_eq!(week_at_most(b""), None);
+        assert_eq!(week_at_most(b"!"), None);
+        // Against brute force: every id with a week at or below x has a
+        // week at most week_at_most(x).
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let chars = b"0189AHJKZaz-~";
+        for _ in 0..20_000 {
+            let len = (next() % 12) as usize;
+            let x: Vec<u8> = (0..len).map(|_| chars[(next() % chars.len() as u64) as usize]).collect();
+            let y: Vec<u8> = (0..TIME_CHARS).map(|_| ALPHABET[(next() % 32) as usize]).collect();
+            if y.as_slice() <= x.as_slice() {
+                let bound = week_at_most(&x).expect("y is below x");
+                assert!(week_of_id(&y) <= bound, "{:?} {:?}", x, y);
+            }
+        }
     }
 
     #[test]
