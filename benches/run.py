@@ -5,6 +5,10 @@ prints a table, in one run so that ratios are comparable.
 
     python3 benches/run.py --size smoke|full|xl [--seconds S] [--out DIR]
 
+Runs on whichever server PGHOST/PGPORT name (`bash benches/run.sh --pg 18`
+starts and picks that version's cluster). Peers the server lacks (RUM
+outside Debian's PostgreSQL 15) are left out, and the table says so.
+
 Needs the scratch cluster (scripts/cluster.sh) and the extension installed;
 `bash benches/run.sh` does both first. Standard library only.
 """
@@ -56,6 +60,10 @@ def lit(s):
 
 # --- data ------------------------------------------------------------------
 
+def has_rum():
+    return bool(psql("postgres", "SELECT 1 FROM pg_available_extensions WHERE name = 'rum'"))
+
+
 def build(db, size, anchor):
     exists = psql("postgres", f"SELECT 1 FROM pg_database WHERE datname = {lit(db)}")
     if exists:
@@ -71,7 +79,7 @@ def build(db, size, anchor):
     params = dict(SIZES[size], anchor=anchor)
     psql_file(db, ROOT / "benches/sql/generate.sql", params)
     t1 = time.time()
-    psql_file(db, ROOT / "benches/sql/peers.sql")
+    psql_file(db, ROOT / "benches/sql/peers.sql", dict(rum="on" if has_rum() else "off"))
     t2 = time.time()
     psql(db, f"CREATE TABLE bench_meta AS SELECT {lit(size)}::text AS size, {lit(anchor)}::text AS anchor")
     print(f"bench: generated {size} in {t1 - t0:.0f} s, peer structures in {t2 - t1:.0f} s")
@@ -331,6 +339,8 @@ def write_bench(db, seconds, workdir):
             ddl.append("CREATE INDEX ON w_alerts USING gin (attribute_values jsonb_path_ops)")
         if "keys" in opts:
             ddl.append("CREATE INDEX ON w_alerts USING gin (alerts_keys(organisation_id, id, attribute_values))")
+        if "rum" in opts and not has_rum():
+            continue
         if "rum" in opts:
             ddl.append("CREATE INDEX ON w_alerts USING rum (tags rum_anyarray_addon_ops, created_at) "
                        "WITH (attach = 'created_at', to = 'tags')")
@@ -429,6 +439,10 @@ def main():
     anchor = build(db, args.size, anchor)
     refresh_extension(db)
     methods = args.methods.split(",")
+    unavailable = {}
+    if "rum" in methods and not has_rum():
+        methods.remove("rum")
+        unavailable["rum"] = "not available for this server (RUM is packaged by Debian for PostgreSQL 15 only)"
     work = Path(tempfile.mkdtemp(prefix="alerts-bench-"))
     os.chmod(work, 0o777)
 
@@ -474,7 +488,7 @@ def main():
 
     meta = dict(size=args.size, anchor=anchor, seconds_per_cell=seconds, transactions_per_cell=args.transactions,
                 cpu=os.cpu_count(),
-                postgres=psql(db, "SHOW server_version")[0][0],
+                postgres=psql(db, "SHOW server_version")[0][0], unavailable=unavailable,
                 shared_buffers=psql(db, "SHOW shared_buffers")[0][0])
     (outdir / "results.json").write_text(json.dumps(dict(meta=meta, reads=results, writes=writes, sizes=sz,
                                                          failures=failures), indent=1))
@@ -536,8 +550,10 @@ def write_table(results, writes, sz, meta, path):
                 matches = r["matches"]
                 cells.append(f"{r['p95']:.2f} ({r['ratio_p95_to_gin']:.2g}x)")
             else:
-                cells.append("-")
+                cells.append("n/a" if m in meta.get("unavailable", {}) else "-")
         lines.append(f"| {s} | {matches} | " + " | ".join(cells) + " |")
+    for m, why in meta.get("unavailable", {}).items():
+        lines += ["", f"{LABELS[m]}: n/a, {why}."]
     lines += ["", goal_table(results, scen)]
     simple = [r for r in results if r["mode"] == "simple"]
     if simple:

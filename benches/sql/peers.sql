@@ -5,7 +5,11 @@
 --   alerts_tags_gin  GIN on tags
 --   alerts_tags_rum  RUM on tags with created_at attached (ORDER BY created_at <=| now())
 --   idx_alerts_pagination_bitmap  the pagination index with the bitmap INCLUDEd (index-only walk)
+-- psql variable rum: on when the server has the RUM extension (here: Debian's
+-- package, for PostgreSQL 15 only).
+\if :rum
 CREATE EXTENSION IF NOT EXISTS rum;
+\endif
 CREATE OR REPLACE FUNCTION bench_tags(attrs jsonb) RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN ARRAY(SELECT k || '=' || coalesce(e.v #>> '{}', a.v #>> '{}')
@@ -19,7 +23,9 @@ VACUUM FULL alerts;  -- the UPDATE left a dead copy of every row
 VACUUM (ANALYZE) alerts;
 CREATE INDEX alerts_gin ON alerts USING gin (attribute_values jsonb_path_ops);
 CREATE INDEX alerts_tags_gin ON alerts USING gin (tags);
+\if :rum
 CREATE INDEX alerts_tags_rum ON alerts USING rum (tags rum_anyarray_addon_ops, created_at)
     WITH (attach = 'created_at', to = 'tags');
+\endif
 CREATE INDEX idx_alerts_pagination_bitmap ON alerts (organisation_id, id DESC) INCLUDE (attribute_values_bitmap);
 VACUUM (ANALYZE) alerts;

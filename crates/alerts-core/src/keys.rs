@@ -235,7 +235,10 @@ mod tests {
         let a = ulid::encode(1_700_000_000_000, 5);
         assert_eq!(week_at_most(&a), Some(week_of_id(&a)));
         // A lowercase ULID sorts above every uppercase id of its prefix.
-        assert_eq!(week_at_most(b"01keatap608jjkjx9sd1fxzkak"), Some(week_of_id(b"01ZZZZZZZZ")));
+        assert_eq!(
+            week_at_most(b"01keatap608jjkjx9sd1fxzkak"),
+            Some(week_of_id(b"01ZZZZZZZZ"))
+        );
         assert_eq!(week_at_most(b"01K"), Some(week_of_id(b"01JZZZZZZZ")));
         assert_eq!(week_at_most(b"order-17"), Some(week_of_id(b"ZZZZZZZZZZ")));
         assert_eq!(week_at_most(b"0"), None);
@@ -253,8 +256,12 @@ mod tests {
         let chars = b"0189AHJKZaz-~";
         for _ in 0..20_000 {
             let len = (next() % 12) as usize;
-            let x: Vec<u8> = (0..len).map(|_| chars[(next() % chars.len() as u64) as usize]).collect();
-            let y: Vec<u8> = (0..TIME_CHARS).map(|_| ALPHABET[(next() % 32) as usize]).collect();
+            let x: Vec<u8> = (0..len)
+                .map(|_| chars[(next() % chars.len() as u64) as usize])
+                .collect();
+            let y: Vec<u8> = (0..TIME_CHARS)
+                .map(|_| ALPHABET[(next() % 32) as usize])
+                .collect();
             if y.as_slice() <= x.as_slice() {
                 let bound = week_at_most(&x).expect("y is below x");
                 assert!(week_of_id(&y) <= bound, "{:?} {:?}", x, y);
