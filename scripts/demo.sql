@@ -1,7 +1,10 @@
 -- The demo's queries (see scripts/demo.sh for the data). Every step prints
 -- one line saying what it shows, then shows it.
-\pset footer off
 \set QUIET on
+\pset footer off
+-- long plan lines wrap at 100 columns
+\pset format wrapped
+\pset columns 100
 -- attributes compactly: team=platform service=ledger feature=alerts|sso ...
 CREATE FUNCTION pg_temp.attrs(a jsonb) RETURNS text LANGUAGE sql IMMUTABLE
     RETURN (SELECT string_agg(key || '=' || CASE jsonb_typeof(value)
