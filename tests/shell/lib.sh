@@ -21,6 +21,7 @@ check_table() {
   local wrong
   wrong=$(qa -d "$db" -c "SELECT count(*) FROM $t WHERE attribute_values_bitmap IS DISTINCT FROM alerts_bloom(attribute_values)")
   [ "$wrong" = 0 ] || fail "$db.$t: $wrong rows with a wrong bitmap"
+  local btrees="btree indexes agree with the heap (amcheck)"
   if [ "$(qa -d "$db" -c "SELECT count(*) FROM pg_available_extensions WHERE name = 'amcheck'")" = 1 ]; then
     q -d "$db" -c "CREATE EXTENSION IF NOT EXISTS amcheck" 2>/dev/null
     qa -d "$db" -c "SELECT bt_index_check(c.oid, true) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
@@ -28,6 +29,7 @@ check_table() {
       || fail "$db.$t: amcheck found an index that disagrees with the heap"
   else
     echo "SKIPPED one check: amcheck of $db.$t's btree indexes (PostgreSQL $PG_VERSION here has no amcheck module); bitmaps and searches are still checked"
+    btrees="btree indexes not checked (no amcheck)"
   fi
   local bad
   bad=$(qa -d "$db" <<SQL
@@ -67,5 +69,5 @@ SQL
       || fail "$db.$t: the tenant-keys index finds $via_index rows, a sequential scan $via_heap"
     keys_note=" (tenant-keys index: $via_index rows through it and through a sequential scan)"
   fi
-  echo "  $db.$t: $(qa -d "$db" -c "SELECT count(*) FROM $t") rows, bitmaps correct, indexes agree with the heap$keys_note, searches exact"
+  echo "  $db.$t: $(qa -d "$db" -c "SELECT count(*) FROM $t") rows, bitmaps correct, $btrees$keys_note, searches exact"
 }
