@@ -157,7 +157,7 @@ unsafe fn check_bitmap_typmod(tupdesc: pg_sys::TupleDesc, attno: i32, relname: &
     let (typid, typmod) = (att.atttypid, att.atttypmod);
     let ok = match typid {
         pg_sys::BITOID => typmod == 512,
-        _ => typmod < 0 || typmod >= 512,
+        _ => !(0..512).contains(&typmod),
     };
     if !ok {
         error(
