@@ -69,22 +69,19 @@ unsafe fn by_keys(
             return false;
         }
         let mut hi = week_of_id(crate::datum::varlena_bytes(cursor));
-        if hi == NO_WEEK {
-            // A cursor that is not a ULID ('8' on a first page): the weeks
-            // of the ids below it are bounded by the newest of them.
+        if hi == NO_WEEK || hi.saturating_sub(lo) >= FIRST_WEEKS {
+            // A cursor that is not a ULID ('8' on a first page), or a long
+            // window: bound it by the tenant's newest entry below the
+            // cursor, one lookup (a cursor far in the future would mean
+            // weeks without a row).
             let Some(newest) = first_id(st.newest, &window) else {
                 return true; // nothing in the window below the cursor
             };
-            hi = week_at_most(&newest).unwrap_or(lo);
+            hi = hi.min(week_at_most(&newest).unwrap_or(lo));
         }
         if hi.saturating_sub(lo) >= FIRST_WEEKS {
-            // A long window: bound it by the tenant's entries, not by the
-            // cursor and the floor (a cursor far in the future or an
-            // unbounded window would mean weeks without a row).
-            let Some(newest) = first_id(st.newest, &window) else {
-                return true;
-            };
-            hi = hi.min(week_at_most(&newest).unwrap_or(lo));
+            // Still long: bound its old end by the tenant's oldest entry too
+            // (an unbounded window starts in 1970).
             let Some(oldest) = first_id(st.oldest, &window) else {
                 return true;
             };
