@@ -63,6 +63,7 @@ for v in $VERSIONS; do
   if [ "$QUICK" != 1 ] && [ "$v" = 15 ]; then
     step "[pg$v] concurrency soak (${ALERTS_SOAK_SECONDS:-60} s, 8 clients + COPY)" bash tests/shell/soak.sh
   fi
+  step "[pg$v] replicas: streaming standby and logical subscriber" bash tests/shell/replication.sh
   step "[pg$v] crash safety (kill -9, immediate stop)" bash tests/shell/crash.sh
   bash scripts/cluster.sh stop
   echo "=== PostgreSQL $v: $((SECONDS - t0)) s"

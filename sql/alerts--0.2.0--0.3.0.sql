@@ -2,6 +2,435 @@
 -- tests/shell/upgrade.sh checks that 0.2.0 (and 0.1.0) upgraded through it
 -- build exactly the objects of a fresh install of sql/alerts.sql.
 --
--- 0.3.0 changes no SQL object so far: the library was reorganised, and it
--- builds for PostgreSQL 15, 16 and 18.
+-- 0.3.0: the library was reorganised and builds for PostgreSQL 15, 16 and
+-- 18; the procedures and checks accept partitioned tables (the backfill
+-- walks every leaf partition; alerts_index_command returns one statement
+-- per row).
 \echo Use "ALTER EXTENSION alerts UPDATE TO '0.3.0'" to load this file. \quit
+
+ALTER TYPE alerts_backfill_state
+    ADD ATTRIBUTE leaves regclass[],
+    ADD ATTRIBUTE leaf_blocks bigint[],
+    ADD ATTRIBUTE leaf_batches bigint[],
+    ADD ATTRIBUTE leaf integer,
+    ADD ATTRIBUTE done_blocks bigint;
+
+-- text -> SETOF text
+DROP FUNCTION alerts_index_command(regclass, name);
+
+CREATE FUNCTION alerts_index_command(rel regclass, bitmap_column name DEFAULT 'attribute_values_bitmap')
+    RETURNS SETOF text
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+    -- Postgres cannot CREATE INDEX CONCURRENTLY on a partitioned table:
+    -- there, an invalid index ON ONLY each partitioned table, one built
+    -- concurrently on each leaf, each attached to its parent's (the parent's
+    -- becomes valid when the last is attached). Every statement is
+    -- idempotent, so the list can be run again after an interruption.
+    WITH tree AS (
+        SELECT t.relid, t.parentrelid, t.isleaf, t.level, c.relkind,
+               format('%I.%I', n.nspname, left(c.relname, 40) || '_alerts_page_idx') AS idx,
+               left(c.relname, 40) || '_alerts_page_idx' AS idx_name
+        FROM pg_partition_tree(rel) t
+        JOIN pg_class c ON c.oid = t.relid
+        JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE c.relkind IN ('r', 'p')  -- foreign partitions get no index
+    ), statements AS (
+        SELECT CASE WHEN relkind = 'p' THEN 0 ELSE 1 END AS phase, level, relid, 0 AS step,
+               format('CREATE INDEX %sIF NOT EXISTS %I ON %s%s (organisation_id, id DESC) INCLUDE (%I)',
+                      CASE WHEN relkind = 'r' THEN 'CONCURRENTLY ' ELSE '' END, idx_name,
+                      CASE WHEN relkind = 'p' THEN 'ONLY ' ELSE '' END, relid::regclass, bitmap_column) AS statement
+        FROM tree
+        UNION ALL
+        SELECT CASE WHEN c.relkind = 'p' THEN 0 ELSE 1 END, c.level, c.relid, 1,
+               format('ALTER INDEX %s ATTACH PARTITION %s', p.idx, c.idx)
+        FROM tree c JOIN tree p ON p.relid = c.parentrelid
+    )
+    SELECT statement FROM statements ORDER BY phase, level, relid, step
+$$;
+COMMENT ON FUNCTION alerts_index_command(regclass, name) IS
+    'The statements that create the fast-path index: the pagination index (organisation_id, id DESC) with the bitmap INCLUDEd, so alerts_search and filtered pages walk it index-only. One CREATE INDEX CONCURRENTLY for a table; for a partitioned table, an index ON ONLY each partitioned table, one built concurrently on each leaf partition and ALTER INDEX ... ATTACH PARTITION for each. Run them with \gexec: SELECT alerts_index_command(''alerts'') \gexec';
+
+
+CREATE OR REPLACE PROCEDURE alerts_disable(
+    rel regclass,
+    bitmap_column name DEFAULT 'attribute_values_bitmap',
+    lock_timeout_ms integer DEFAULT 1000
+)
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    t record;
+    did boolean := false;
+BEGIN
+    IF rel IS NULL OR bitmap_column IS NULL OR lock_timeout_ms IS NULL THEN
+        RAISE EXCEPTION 'alerts_disable: rel, bitmap_column and lock_timeout_ms must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed', HINT = 'CALL alerts_disable(''my_table'')';
+    END IF;
+    -- a partition's column and trigger belong to its partitioned table
+    IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = rel AND attname = bitmap_column AND attnum > 0
+                                            AND NOT attisdropped AND attinhcount > 0) THEN
+        RAISE EXCEPTION 'alerts_disable: % is a partition of %, whose column % it inherits', rel,
+            (SELECT inhparent::regclass FROM pg_inherits WHERE inhrelid = rel LIMIT 1), quote_ident(bitmap_column)
+            USING ERRCODE = 'wrong_object_type',
+                  HINT = format('disable the whole table: CALL alerts_disable(%L), or detach the partition first', pg_partition_root(rel)::text);
+    END IF;
+    FOR t IN
+        SELECT tgname FROM pg_trigger
+        WHERE tgrelid = rel AND NOT tgisinternal AND tgfoid = '@extschema@.alerts_bloom_trigger()'::regprocedure
+          AND CASE WHEN tgnargs = 0 THEN bitmap_column = 'attribute_values_bitmap'
+                   ELSE position('\x00'::bytea || convert_to(bitmap_column, getdatabaseencoding()) || '\x00'::bytea
+                                 IN '\x00'::bytea || tgargs) > 0 END
+    LOOP
+        PERFORM @extschema@.alerts_ddl('alerts_disable', format('DROP TRIGGER %I ON %s', t.tgname, rel), lock_timeout_ms);
+        did := true;
+    END LOOP;
+    IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = rel AND attname = bitmap_column AND attnum > 0 AND NOT attisdropped) THEN
+        -- drops the indexes that contain the column too; no table rewrite
+        PERFORM @extschema@.alerts_ddl('alerts_disable', format('ALTER TABLE %s DROP COLUMN %I', rel, bitmap_column), lock_timeout_ms);
+        did := true;
+    END IF;
+    IF did THEN
+        RAISE NOTICE 'alerts_disable: % no longer has column % nor its trigger', rel, quote_ident(bitmap_column);
+    ELSE
+        RAISE NOTICE 'alerts_disable: % has no column % and no alerts_bloom trigger for it; nothing to do', rel, quote_ident(bitmap_column);
+    END IF;
+END
+$$;
+COMMENT ON PROCEDURE alerts_disable(regclass, name, integer) IS
+    'Undoes alerts_enable: drops the alerts_bloom trigger(s) writing bitmap_column and the column itself (with the indexes that contain it), each under lock_timeout. No table rewrite.';
+
+
+CREATE OR REPLACE FUNCTION alerts_enable_prepare(rel regclass, attrs_column name, bitmap_column name, form text,
+                                      batch_rows integer, lock_timeout_ms integer)
+    RETURNS alerts_backfill_state
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    st @extschema@.alerts_backfill_state;
+    bitmap_generated "char";
+    trigger_name name;
+    tg_state "char";
+    not_owned regclass;
+    off_leaf regclass;
+BEGIN
+    IF form IS NULL OR form NOT IN ('trigger', 'generated') THEN
+        RAISE EXCEPTION 'alerts_enable: form must be ''trigger'' or ''generated'', got %', coalesce(quote_literal(form), 'NULL')
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'trigger (the default) backfills in batches with brief locks only; generated rewrites the whole table under an exclusive lock';
+    END IF;
+    IF lock_timeout_ms IS NULL OR lock_timeout_ms < 1 THEN
+        RAISE EXCEPTION 'alerts_enable: lock_timeout_ms must be at least 1, got %', coalesce(lock_timeout_ms::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'the default, 1000 ms, keeps writers waiting at most a second per attempt';
+    END IF;
+    bitmap_generated := @extschema@.alerts_check_columns('alerts_enable', rel, attrs_column, bitmap_column);
+    IF NOT pg_has_role((SELECT relowner FROM pg_class WHERE oid = rel), 'USAGE') THEN
+        RAISE EXCEPTION 'alerts_enable: must be owner of table %', rel
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'run it as the table''s owner (or a member of the owning role)';
+    END IF;
+    -- ALTER TABLE on a partitioned table recurses into every partition
+    SELECT t.relid INTO not_owned FROM pg_partition_tree(rel) t JOIN pg_class c ON c.oid = t.relid
+    WHERE NOT pg_has_role(c.relowner, 'USAGE') ORDER BY t.level, t.relid LIMIT 1;
+    IF not_owned IS NOT NULL THEN
+        RAISE EXCEPTION 'alerts_enable: must be owner of partition % of %', not_owned, rel
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = format('the column and trigger are added to every partition: ALTER TABLE %s OWNER TO %I (as its owner or a superuser), then CALL alerts_enable again',
+                                not_owned, (SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = rel));
+    END IF;
+    IF bitmap_generated IS NULL THEN
+        IF form = 'trigger' THEN
+            PERFORM @extschema@.alerts_ddl('alerts_enable',
+                format('ALTER TABLE %s ADD COLUMN %I bit(512)', rel, bitmap_column), lock_timeout_ms);
+            bitmap_generated := '';
+        ELSE
+            RAISE NOTICE 'alerts_enable: adding a generated column rewrites % under an ACCESS EXCLUSIVE lock', rel;
+            PERFORM @extschema@.alerts_ddl('alerts_enable',
+                format('ALTER TABLE %s ADD COLUMN %I bit(512) GENERATED ALWAYS AS (@extschema@.alerts_bloom(%I)) STORED',
+                       rel, bitmap_column, attrs_column), lock_timeout_ms);
+            bitmap_generated := 's';
+        END IF;
+    ELSIF (bitmap_generated = 's') <> (form = 'generated') THEN
+        RAISE EXCEPTION 'alerts_enable: column %.% already exists as a % column, not the % form asked for', rel,
+            quote_ident(bitmap_column), CASE WHEN bitmap_generated = 's' THEN 'generated' ELSE 'plain' END, form
+            USING ERRCODE = 'duplicate_column',
+                  HINT = format('CALL alerts_enable(%L, form => %L) to keep it, or CALL alerts_disable(%L) first to switch forms',
+                                rel::text, CASE WHEN bitmap_generated = 's' THEN 'generated' ELSE 'trigger' END, rel::text);
+    END IF;
+    IF bitmap_generated <> 's' THEN
+        SELECT t.tgname, t.tgenabled INTO trigger_name, tg_state
+        FROM pg_trigger t
+        WHERE t.tgrelid = rel AND NOT t.tgisinternal
+          AND t.tgfoid = '@extschema@.alerts_bloom_trigger()'::regprocedure
+          AND CASE WHEN t.tgnargs = 0 THEN attrs_column = 'attribute_values' AND bitmap_column = 'attribute_values_bitmap'
+                   ELSE t.tgargs = convert_to(attrs_column, getdatabaseencoding()) || '\x00'::bytea
+                                   || convert_to(bitmap_column, getdatabaseencoding()) || '\x00'::bytea END;
+        IF trigger_name IS NULL THEN
+            trigger_name := CASE WHEN EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = rel AND tgname = 'alerts_bloom')
+                                 THEN left('alerts_bloom_' || bitmap_column, 63) ELSE 'alerts_bloom' END;
+            PERFORM @extschema@.alerts_ddl('alerts_enable',
+                format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.alerts_bloom_trigger(%L, %L)',
+                       trigger_name, rel, attrs_column, bitmap_column), lock_timeout_ms);
+        ELSIF tg_state = 'D' THEN
+            RAISE EXCEPTION 'alerts_enable: trigger % on % is disabled: rows written meanwhile may have no bitmap', quote_ident(trigger_name), rel
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      HINT = format('ALTER TABLE %s ENABLE TRIGGER %I, then CALL alerts_rebuild(%L)', rel, trigger_name, rel::text);
+        END IF;
+        -- the partitions' clones of the trigger can be disabled one by one
+        SELECT c.tgrelid INTO off_leaf
+        FROM pg_partition_tree(rel) t JOIN pg_trigger c ON c.tgrelid = t.relid
+        WHERE t.relid <> rel AND c.tgname = trigger_name AND c.tgparentid <> 0 AND c.tgenabled = 'D'
+        ORDER BY t.level, t.relid LIMIT 1;
+        IF off_leaf IS NOT NULL THEN
+            RAISE EXCEPTION 'alerts_enable: trigger % on partition % of % is disabled: rows written meanwhile may have no bitmap',
+                quote_ident(trigger_name), off_leaf, rel
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      HINT = format('ALTER TABLE %s ENABLE TRIGGER %I, then CALL alerts_rebuild(%L)', off_leaf, trigger_name, rel::text);
+        END IF;
+    END IF;
+    st := @extschema@.alerts_backfill_start('alerts_enable', rel, attrs_column, bitmap_column,
+                                            bitmap_generated = 's', true, batch_rows);
+    -- a stored generated column is computed for every row: nothing to backfill
+    st.finished := st.finished OR bitmap_generated = 's';
+    RETURN st;
+END
+$$;
+COMMENT ON FUNCTION alerts_enable_prepare(regclass, name, name, text, integer, integer) IS
+    'Internal: the DDL step of alerts_enable (column and trigger, each under lock_timeout), committed before the backfill starts.';
+
+
+CREATE OR REPLACE FUNCTION alerts_check_columns(caller text, rel regclass, attrs_column name, bitmap_column name)
+    RETURNS "char"
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    attrs_type text;
+    bitmap_type text;
+    bitmap_generated "char";
+    leaf regclass;
+    leaf_kind "char";
+BEGIN
+    -- In an explicit transaction block, now() is the block's start, earlier
+    -- than this statement's: the procedures commit, so they cannot run there.
+    IF now() <> statement_timestamp() THEN
+        RAISE EXCEPTION '%: must be called outside a transaction block: it commits after every batch', caller
+            USING ERRCODE = 'active_sql_transaction', HINT = format('run CALL %s(...) on its own, with autocommit on', caller);
+    END IF;
+    IF rel IS NULL OR attrs_column IS NULL OR bitmap_column IS NULL THEN
+        RAISE EXCEPTION '%: rel, attrs_column and bitmap_column must not be NULL', caller
+            USING ERRCODE = 'null_value_not_allowed',
+                  HINT = format('CALL %s(''my_table'', ''attribute_values'', ''attribute_values_bitmap'')', caller);
+    END IF;
+    IF (SELECT relkind FROM pg_class WHERE oid = rel) NOT IN ('r', 'p') THEN
+        RAISE EXCEPTION '%: % is not a table', caller, rel
+            USING ERRCODE = 'wrong_object_type',
+                  HINT = 'name the table that stores the alerts, not a view or an index';
+    END IF;
+    -- A partitioned table: its leaves hold the rows, and the backfill
+    -- updates each leaf by name. Checked before anything changes.
+    SELECT t.relid, c.relkind INTO leaf, leaf_kind
+    FROM pg_partition_tree(rel) t JOIN pg_class c ON c.oid = t.relid
+    WHERE t.isleaf AND (c.relkind <> 'r' OR NOT has_table_privilege(t.relid, 'SELECT, UPDATE'))
+    ORDER BY t.level, t.relid LIMIT 1;
+    IF leaf_kind = 'f' THEN
+        RAISE EXCEPTION '%: partition % of % is a foreign table: its rows live on another server, where no bitmap can be written from here', caller, leaf, rel
+            USING ERRCODE = 'wrong_object_type',
+                  HINT = format('detach it (ALTER TABLE %s DETACH PARTITION %s) and enable the extension on the remote table, or keep foreign partitions out of the alerts table', rel, leaf);
+    ELSIF leaf_kind IS NOT NULL AND leaf_kind <> 'r' THEN
+        RAISE EXCEPTION '%: partition % of % is not a plain table (relkind %)', caller, leaf, rel, leaf_kind
+            USING ERRCODE = 'wrong_object_type', HINT = format('detach it: ALTER TABLE %s DETACH PARTITION %s', rel, leaf);
+    ELSIF leaf = rel THEN
+        RAISE EXCEPTION '%: permission denied to update table %', caller, rel
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = format('GRANT SELECT, UPDATE ON %s TO %I, or run it as the table''s owner', rel, current_user);
+    ELSIF leaf IS NOT NULL THEN
+        RAISE EXCEPTION '%: permission denied to update partition % of %', caller, leaf, rel
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = format('the backfill updates each partition by name: GRANT SELECT, UPDATE ON %s TO %I, or run it as the partition''s owner', leaf, current_user);
+    END IF;
+    SELECT format_type(atttypid, atttypmod) INTO attrs_type
+    FROM pg_attribute WHERE attrelid = rel AND attname = attrs_column AND attnum > 0 AND NOT attisdropped;
+    IF attrs_type IS NULL THEN
+        RAISE EXCEPTION '%: table % has no column %', caller, rel, quote_ident(attrs_column)
+            USING ERRCODE = 'undefined_column',
+                  HINT = format('name the jsonb column that holds the attributes: CALL %s(%L, attrs_column => ''my_column'')', caller, rel::text);
+    ELSIF attrs_type <> 'jsonb' THEN
+        RAISE EXCEPTION '%: column %.% is %, not jsonb', caller, rel, quote_ident(attrs_column), attrs_type
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = format('convert it first: ALTER TABLE %s ALTER COLUMN %I TYPE jsonb USING %I::jsonb', rel, attrs_column, attrs_column);
+    END IF;
+    SELECT format_type(atttypid, atttypmod), attgenerated INTO bitmap_type, bitmap_generated
+    FROM pg_attribute WHERE attrelid = rel AND attname = bitmap_column AND attnum > 0 AND NOT attisdropped;
+    IF bitmap_type IS NOT NULL AND bitmap_type NOT IN ('bit(512)', 'bit varying') THEN
+        RAISE EXCEPTION '%: column %.% exists and is %, not bit(512)', caller, rel, quote_ident(bitmap_column), bitmap_type
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = 'pick another bitmap_column name, or drop that column first';
+    END IF;
+    RETURN bitmap_generated;
+END
+$$;
+COMMENT ON FUNCTION alerts_check_columns(text, regclass, name, name) IS
+    'Internal: checks that alerts_enable / alerts_rebuild run outside a transaction block, and the table and its attributes and bitmap columns.';
+
+
+CREATE OR REPLACE FUNCTION alerts_backfill_start(caller text, rel regclass, attrs_column name, bitmap_column name,
+                                      generated boolean, only_missing boolean, batch_rows integer)
+    RETURNS alerts_backfill_state
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    st @extschema@.alerts_backfill_state;
+    leaf regclass;
+    blocks bigint;
+    per_block double precision;
+    sampled bigint;
+    estimate double precision := 0;
+BEGIN
+    IF batch_rows IS NULL OR batch_rows < 1 THEN
+        RAISE EXCEPTION '%: batch_rows must be at least 1, got %', caller, coalesce(batch_rows::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'the default, 10000 rows per committed batch, suits most tables';
+    END IF;
+    st.rel := rel; st.attrs_column := attrs_column; st.bitmap_column := bitmap_column;
+    st.generated := generated; st.only_missing := only_missing; st.caller := caller;
+    st.leaves := '{}'; st.leaf_blocks := '{}'; st.leaf_batches := '{}';
+    st.leaf := 1; st.next_block := 0; st.done_blocks := 0; st.total_blocks := 0;
+    FOR leaf IN SELECT t.relid FROM pg_partition_tree(rel) t WHERE t.isleaf ORDER BY t.level, t.relid LOOP
+        -- Every row that existed before the trigger was committed lies below
+        -- this block; rows written since then got their bitmap from the trigger.
+        blocks := pg_relation_size(leaf) / current_setting('block_size')::bigint;
+        SELECT CASE WHEN c.relpages > 0 AND c.reltuples >= 0 THEN c.reltuples / c.relpages END INTO per_block
+        FROM pg_class c WHERE c.oid = leaf;
+        IF per_block IS NULL AND blocks > 0 THEN
+            EXECUTE format('SELECT count(*) FROM %s WHERE ctid < %L::tid', leaf, format('(%s,0)', least(blocks, 16)))
+                INTO sampled;
+            per_block := sampled::double precision / least(blocks, 16);
+        END IF;
+        per_block := greatest(coalesce(per_block, 1), 1);
+        st.leaves := st.leaves || leaf;
+        st.leaf_blocks := st.leaf_blocks || blocks;
+        st.leaf_batches := st.leaf_batches || greatest(1, ceil(batch_rows / per_block))::bigint;
+        st.total_blocks := st.total_blocks + blocks;
+        estimate := estimate + per_block * blocks;
+    END LOOP;
+    -- kept for the upgrade from 0.2.0's state: the first leaf's batch
+    st.batch_blocks := coalesce(st.leaf_batches[1], 1);
+    st.rows_estimate := round(estimate)::bigint;
+    st.rows_updated := 0;
+    st.started := clock_timestamp();
+    st.last_report := st.started;
+    st.finished := st.total_blocks = 0;
+    RETURN st;
+END
+$$;
+COMMENT ON FUNCTION alerts_backfill_start(text, regclass, name, name, boolean, boolean, integer) IS
+    'Internal: plans a batched backfill (block ranges of about batch_rows rows, leaf partition by leaf partition) for alerts_enable and alerts_rebuild.';
+
+
+CREATE OR REPLACE FUNCTION alerts_backfill_step(st alerts_backfill_state)
+    RETURNS alerts_backfill_state
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    leaf regclass := st.leaves[st.leaf];
+    leaf_end bigint := st.leaf_blocks[st.leaf];
+    hi bigint := least(st.next_block + st.leaf_batches[st.leaf], st.leaf_blocks[st.leaf]);
+    n bigint := 0;
+    now_ts timestamptz;
+    secs double precision;
+    done bigint;
+    done_rows bigint;
+    rate double precision;
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_class WHERE oid = leaf) THEN
+        EXECUTE format('UPDATE %s SET %s WHERE ctid >= $1::tid AND ctid < $2::tid AND %s',
+            leaf,
+            CASE WHEN st.generated THEN format('%1$I = %1$I', st.attrs_column)
+                 ELSE format('%I = @extschema@.alerts_bloom(%I)', st.bitmap_column, st.attrs_column) END,
+            CASE WHEN st.only_missing THEN format('%I IS NULL AND %I IS NOT NULL', st.bitmap_column, st.attrs_column)
+                 ELSE format('%I IS DISTINCT FROM @extschema@.alerts_bloom(%I)', st.bitmap_column, st.attrs_column) END)
+            USING format('(%s,0)', st.next_block), format('(%s,0)', hi);
+        GET DIAGNOSTICS n = ROW_COUNT;
+    ELSE
+        hi := leaf_end;  -- dropped since the start: nothing left to write there
+    END IF;
+    st.rows_updated := st.rows_updated + n;
+    st.next_block := hi;
+    IF hi >= leaf_end THEN
+        st.done_blocks := st.done_blocks + leaf_end;
+        st.leaf := st.leaf + 1;
+        st.next_block := 0;
+    END IF;
+    st.finished := st.leaf > coalesce(array_length(st.leaves, 1), 0);
+    now_ts := clock_timestamp();
+    IF st.finished OR now_ts - st.last_report >= interval '2 seconds' THEN
+        done := st.done_blocks + st.next_block;
+        secs := greatest(extract(epoch FROM now_ts - st.started)::double precision, 0.001);
+        done_rows := CASE WHEN st.total_blocks = 0 THEN 0
+                          ELSE round(st.rows_estimate * (done::double precision / st.total_blocks))::bigint END;
+        rate := done_rows / secs;
+        RAISE NOTICE '%: %: % of ~% rows (% %%), % rows/s, % s elapsed, about % s left; % bitmaps written',
+            st.caller, st.rel, done_rows, st.rows_estimate,
+            CASE WHEN st.total_blocks = 0 THEN 100 ELSE floor(100.0 * done / st.total_blocks) END,
+            round(rate), round(secs::numeric, 1),
+            CASE WHEN rate > 0 THEN round(((st.rows_estimate - done_rows) / rate)::numeric) ELSE 0 END,
+            st.rows_updated;
+        st.last_report := now_ts;
+    END IF;
+    RETURN st;
+END
+$$;
+COMMENT ON FUNCTION alerts_backfill_step(alerts_backfill_state) IS
+    'Internal: one committed batch of alerts_enable / alerts_rebuild over one leaf''s block range; updates only the rows whose bitmap is missing (enable) or wrong (rebuild).';
+
+
+CREATE OR REPLACE FUNCTION alerts_backfill_finish(st alerts_backfill_state)
+    RETURNS void
+    LANGUAGE plpgsql VOLATILE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    wrong bigint;
+    has_index boolean;
+BEGIN
+    EXECUTE format('SELECT count(*) FROM %s WHERE %I IS DISTINCT FROM @extschema@.alerts_bloom(%I)',
+                   st.rel, st.bitmap_column, st.attrs_column) INTO wrong;
+    IF wrong > 0 THEN
+        RAISE EXCEPTION '%: % rows of % still have a missing or wrong bitmap after the backfill', st.caller, wrong, st.rel
+            USING ERRCODE = 'data_exception',
+                  HINT = format('is the bitmap trigger disabled or another trigger rewriting %I? Check with \d %s, then CALL @extschema@.alerts_rebuild(%L)',
+                                st.attrs_column, st.rel, st.rel::text);
+    END IF;
+    RAISE NOTICE '%: % is ready: % bitmaps written in % s, every row checked', st.caller, st.rel, st.rows_updated,
+        round(extract(epoch FROM clock_timestamp() - st.started)::numeric, 1);
+    IF st.rows_updated > 0 THEN
+        RAISE NOTICE '%: now run VACUUM (ANALYZE) %: each bitmap written left a dead row version, and index-only walks need the visibility map', st.caller, st.rel;
+    END IF;
+    SELECT EXISTS (
+        SELECT 1 FROM pg_index i
+        WHERE i.indrelid = st.rel
+          AND (SELECT attname FROM pg_attribute WHERE attrelid = st.rel AND attnum = i.indkey[0]) = 'organisation_id'
+          AND (SELECT attname FROM pg_attribute WHERE attrelid = st.rel AND attnum = i.indkey[1]) = 'id'
+          AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = st.rel AND a.attname = st.bitmap_column
+                      AND a.attnum = ANY (i.indkey::int2[])))
+    INTO has_index;
+    IF NOT has_index AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = st.rel AND attname = 'organisation_id' AND NOT attisdropped)
+                     AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = st.rel AND attname = 'id' AND NOT attisdropped) THEN
+        IF (SELECT relkind FROM pg_class WHERE oid = st.rel) = 'p' THEN
+            RAISE NOTICE '%: for the index-only fast path, run outside a transaction: SELECT alerts_index_command(%s) \gexec (an index on each partition, built concurrently, attached to the table''s)',
+                st.caller, concat_ws(', ', quote_literal(st.rel::text),
+                                     CASE WHEN st.bitmap_column <> 'attribute_values_bitmap' THEN quote_literal(st.bitmap_column) END);
+        ELSE
+            RAISE NOTICE '%: for the index-only fast path, run outside a transaction: %', st.caller,
+                (SELECT c FROM @extschema@.alerts_index_command(st.rel, st.bitmap_column) c);
+        END IF;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION alerts_backfill_finish(alerts_backfill_state) IS
+    'Internal: checks every row''s bitmap after alerts_enable / alerts_rebuild and suggests the fast-path index.';

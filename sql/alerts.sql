@@ -34,7 +34,16 @@ CREATE TYPE alerts_backfill_state AS (
     rows_updated bigint,
     started timestamptz,
     last_report timestamptz,
-    finished boolean
+    finished boolean,
+    -- the tables that hold rows: rel itself, or every leaf partition of a
+    -- partitioned rel; their block counts and batch sizes; which one the
+    -- next batch reads (next_block is inside it), and the blocks of the
+    -- leaves already done (progress is over total_blocks, their sum)
+    leaves regclass[],
+    leaf_blocks bigint[],
+    leaf_batches bigint[],
+    leaf integer,
+    done_blocks bigint
 );
 COMMENT ON TYPE alerts_backfill_state IS
     'Internal: progress of CALL alerts_enable / alerts_rebuild between committed batches.';
@@ -232,13 +241,38 @@ COMMENT ON FUNCTION alerts_bloom_stats(regclass, name, name, double precision) I
     'Sizing report of a table''s bitmaps: rows, attribute elements per row (mean, p99, max), bitmap fill, the expected false-positive rate at p99, rows without a bitmap (NULL attributes excepted) or with a stale one, and plain-language advice. sample_percent < 100 reads a TABLESAMPLE SYSTEM sample.';
 
 CREATE FUNCTION alerts_index_command(rel regclass, bitmap_column name DEFAULT 'attribute_values_bitmap')
-    RETURNS text
+    RETURNS SETOF text
     LANGUAGE sql STABLE STRICT PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp
-    RETURN format('CREATE INDEX CONCURRENTLY IF NOT EXISTS %I ON %s (organisation_id, id DESC) INCLUDE (%I)',
-                  left((SELECT relname FROM pg_class WHERE oid = rel), 40) || '_alerts_page_idx', rel, bitmap_column);
+AS $$
+    -- Postgres cannot CREATE INDEX CONCURRENTLY on a partitioned table:
+    -- there, an invalid index ON ONLY each partitioned table, one built
+    -- concurrently on each leaf, each attached to its parent's (the parent's
+    -- becomes valid when the last is attached). Every statement is
+    -- idempotent, so the list can be run again after an interruption.
+    WITH tree AS (
+        SELECT t.relid, t.parentrelid, t.isleaf, t.level, c.relkind,
+               format('%I.%I', n.nspname, left(c.relname, 40) || '_alerts_page_idx') AS idx,
+               left(c.relname, 40) || '_alerts_page_idx' AS idx_name
+        FROM pg_partition_tree(rel) t
+        JOIN pg_class c ON c.oid = t.relid
+        JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE c.relkind IN ('r', 'p')  -- foreign partitions get no index
+    ), statements AS (
+        SELECT CASE WHEN relkind = 'p' THEN 0 ELSE 1 END AS phase, level, relid, 0 AS step,
+               format('CREATE INDEX %sIF NOT EXISTS %I ON %s%s (organisation_id, id DESC) INCLUDE (%I)',
+                      CASE WHEN relkind = 'r' THEN 'CONCURRENTLY ' ELSE '' END, idx_name,
+                      CASE WHEN relkind = 'p' THEN 'ONLY ' ELSE '' END, relid::regclass, bitmap_column) AS statement
+        FROM tree
+        UNION ALL
+        SELECT CASE WHEN c.relkind = 'p' THEN 0 ELSE 1 END, c.level, c.relid, 1,
+               format('ALTER INDEX %s ATTACH PARTITION %s', p.idx, c.idx)
+        FROM tree c JOIN tree p ON p.relid = c.parentrelid
+    )
+    SELECT statement FROM statements ORDER BY phase, level, relid, step
+$$;
 COMMENT ON FUNCTION alerts_index_command(regclass, name) IS
-    'The CREATE INDEX CONCURRENTLY statement for the fast path: the pagination index (organisation_id, id DESC) with the bitmap INCLUDEd, so alerts_search and filtered pages walk it index-only. Run it with \gexec: SELECT alerts_index_command(''alerts'') \gexec';
+    'The statements that create the fast-path index: the pagination index (organisation_id, id DESC) with the bitmap INCLUDEd, so alerts_search and filtered pages walk it index-only. One CREATE INDEX CONCURRENTLY for a table; for a partitioned table, an index ON ONLY each partitioned table, one built concurrently on each leaf partition and ALTER INDEX ... ATTACH PARTITION for each. Run them with \gexec: SELECT alerts_index_command(''alerts'') \gexec';
 
 -- ==========================================================================
 -- Enabling a table: the procedures users CALL
@@ -301,6 +335,14 @@ BEGIN
         RAISE EXCEPTION 'alerts_disable: rel, bitmap_column and lock_timeout_ms must not be NULL'
             USING ERRCODE = 'null_value_not_allowed', HINT = 'CALL alerts_disable(''my_table'')';
     END IF;
+    -- a partition's column and trigger belong to its partitioned table
+    IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = rel AND attname = bitmap_column AND attnum > 0
+                                            AND NOT attisdropped AND attinhcount > 0) THEN
+        RAISE EXCEPTION 'alerts_disable: % is a partition of %, whose column % it inherits', rel,
+            (SELECT inhparent::regclass FROM pg_inherits WHERE inhrelid = rel LIMIT 1), quote_ident(bitmap_column)
+            USING ERRCODE = 'wrong_object_type',
+                  HINT = format('disable the whole table: CALL alerts_disable(%L), or detach the partition first', pg_partition_root(rel)::text);
+    END IF;
     FOR t IN
         SELECT tgname FROM pg_trigger
         WHERE tgrelid = rel AND NOT tgisinternal AND tgfoid = '@extschema@.alerts_bloom_trigger()'::regprocedure
@@ -341,6 +383,8 @@ DECLARE
     bitmap_generated "char";
     trigger_name name;
     tg_state "char";
+    not_owned regclass;
+    off_leaf regclass;
 BEGIN
     IF form IS NULL OR form NOT IN ('trigger', 'generated') THEN
         RAISE EXCEPTION 'alerts_enable: form must be ''trigger'' or ''generated'', got %', coalesce(quote_literal(form), 'NULL')
@@ -356,6 +400,15 @@ BEGIN
         RAISE EXCEPTION 'alerts_enable: must be owner of table %', rel
             USING ERRCODE = 'insufficient_privilege',
                   HINT = 'run it as the table''s owner (or a member of the owning role)';
+    END IF;
+    -- ALTER TABLE on a partitioned table recurses into every partition
+    SELECT t.relid INTO not_owned FROM pg_partition_tree(rel) t JOIN pg_class c ON c.oid = t.relid
+    WHERE NOT pg_has_role(c.relowner, 'USAGE') ORDER BY t.level, t.relid LIMIT 1;
+    IF not_owned IS NOT NULL THEN
+        RAISE EXCEPTION 'alerts_enable: must be owner of partition % of %', not_owned, rel
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = format('the column and trigger are added to every partition: ALTER TABLE %s OWNER TO %I (as its owner or a superuser), then CALL alerts_enable again',
+                                not_owned, (SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = rel));
     END IF;
     IF bitmap_generated IS NULL THEN
         IF form = 'trigger' THEN
@@ -394,6 +447,17 @@ BEGIN
             RAISE EXCEPTION 'alerts_enable: trigger % on % is disabled: rows written meanwhile may have no bitmap', quote_ident(trigger_name), rel
                 USING ERRCODE = 'object_not_in_prerequisite_state',
                       HINT = format('ALTER TABLE %s ENABLE TRIGGER %I, then CALL alerts_rebuild(%L)', rel, trigger_name, rel::text);
+        END IF;
+        -- the partitions' clones of the trigger can be disabled one by one
+        SELECT c.tgrelid INTO off_leaf
+        FROM pg_partition_tree(rel) t JOIN pg_trigger c ON c.tgrelid = t.relid
+        WHERE t.relid <> rel AND c.tgname = trigger_name AND c.tgparentid <> 0 AND c.tgenabled = 'D'
+        ORDER BY t.level, t.relid LIMIT 1;
+        IF off_leaf IS NOT NULL THEN
+            RAISE EXCEPTION 'alerts_enable: trigger % on partition % of % is disabled: rows written meanwhile may have no bitmap',
+                quote_ident(trigger_name), off_leaf, rel
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      HINT = format('ALTER TABLE %s ENABLE TRIGGER %I, then CALL alerts_rebuild(%L)', off_leaf, trigger_name, rel::text);
         END IF;
     END IF;
     st := @extschema@.alerts_backfill_start('alerts_enable', rel, attrs_column, bitmap_column,
@@ -438,6 +502,8 @@ DECLARE
     attrs_type text;
     bitmap_type text;
     bitmap_generated "char";
+    leaf regclass;
+    leaf_kind "char";
 BEGIN
     -- In an explicit transaction block, now() is the block's start, earlier
     -- than this statement's: the procedures commit, so they cannot run there.
@@ -454,6 +520,28 @@ BEGIN
         RAISE EXCEPTION '%: % is not a table', caller, rel
             USING ERRCODE = 'wrong_object_type',
                   HINT = 'name the table that stores the alerts, not a view or an index';
+    END IF;
+    -- A partitioned table: its leaves hold the rows, and the backfill
+    -- updates each leaf by name. Checked before anything changes.
+    SELECT t.relid, c.relkind INTO leaf, leaf_kind
+    FROM pg_partition_tree(rel) t JOIN pg_class c ON c.oid = t.relid
+    WHERE t.isleaf AND (c.relkind <> 'r' OR NOT has_table_privilege(t.relid, 'SELECT, UPDATE'))
+    ORDER BY t.level, t.relid LIMIT 1;
+    IF leaf_kind = 'f' THEN
+        RAISE EXCEPTION '%: partition % of % is a foreign table: its rows live on another server, where no bitmap can be written from here', caller, leaf, rel
+            USING ERRCODE = 'wrong_object_type',
+                  HINT = format('detach it (ALTER TABLE %s DETACH PARTITION %s) and enable the extension on the remote table, or keep foreign partitions out of the alerts table', rel, leaf);
+    ELSIF leaf_kind IS NOT NULL AND leaf_kind <> 'r' THEN
+        RAISE EXCEPTION '%: partition % of % is not a plain table (relkind %)', caller, leaf, rel, leaf_kind
+            USING ERRCODE = 'wrong_object_type', HINT = format('detach it: ALTER TABLE %s DETACH PARTITION %s', rel, leaf);
+    ELSIF leaf = rel THEN
+        RAISE EXCEPTION '%: permission denied to update table %', caller, rel
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = format('GRANT SELECT, UPDATE ON %s TO %I, or run it as the table''s owner', rel, current_user);
+    ELSIF leaf IS NOT NULL THEN
+        RAISE EXCEPTION '%: permission denied to update partition % of %', caller, leaf, rel
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = format('the backfill updates each partition by name: GRANT SELECT, UPDATE ON %s TO %I, or run it as the partition''s owner', leaf, current_user);
     END IF;
     SELECT format_type(atttypid, atttypmod) INTO attrs_type
     FROM pg_attribute WHERE attrelid = rel AND attname = attrs_column AND attnum > 0 AND NOT attisdropped;
@@ -511,7 +599,9 @@ $$;
 COMMENT ON FUNCTION alerts_ddl(text, text, integer) IS
     'Internal: runs a DDL statement of alerts_enable/alerts_disable with lock_timeout and bounded retries.';
 
--- The first state of a backfill over the table as it is now.
+-- The first state of a backfill over the table as it is now: its leaves
+-- (rel itself, or every leaf partition of a partitioned rel), each with its
+-- blocks and a batch of about batch_rows rows in blocks.
 CREATE FUNCTION alerts_backfill_start(caller text, rel regclass, attrs_column name, bitmap_column name,
                                       generated boolean, only_missing boolean, batch_rows integer)
     RETURNS alerts_backfill_state
@@ -520,8 +610,11 @@ CREATE FUNCTION alerts_backfill_start(caller text, rel regclass, attrs_column na
 AS $$
 DECLARE
     st @extschema@.alerts_backfill_state;
+    leaf regclass;
+    blocks bigint;
     per_block double precision;
     sampled bigint;
+    estimate double precision := 0;
 BEGIN
     IF batch_rows IS NULL OR batch_rows < 1 THEN
         RAISE EXCEPTION '%: batch_rows must be at least 1, got %', caller, coalesce(batch_rows::text, 'NULL')
@@ -529,20 +622,29 @@ BEGIN
     END IF;
     st.rel := rel; st.attrs_column := attrs_column; st.bitmap_column := bitmap_column;
     st.generated := generated; st.only_missing := only_missing; st.caller := caller;
-    st.next_block := 0;
-    -- Every row that existed before the trigger was committed lies below this
-    -- block; rows written since then got their bitmap from the trigger.
-    st.total_blocks := pg_relation_size(rel) / current_setting('block_size')::bigint;
-    SELECT CASE WHEN c.relpages > 0 AND c.reltuples >= 0 THEN c.reltuples / c.relpages END INTO per_block
-    FROM pg_class c WHERE c.oid = rel;
-    IF per_block IS NULL AND st.total_blocks > 0 THEN
-        EXECUTE format('SELECT count(*) FROM %s WHERE ctid < %L::tid', rel, format('(%s,0)', least(st.total_blocks, 16)))
-            INTO sampled;
-        per_block := sampled::double precision / least(st.total_blocks, 16);
-    END IF;
-    per_block := greatest(coalesce(per_block, 1), 1);
-    st.batch_blocks := greatest(1, ceil(batch_rows / per_block))::bigint;
-    st.rows_estimate := round(per_block * st.total_blocks)::bigint;
+    st.leaves := '{}'; st.leaf_blocks := '{}'; st.leaf_batches := '{}';
+    st.leaf := 1; st.next_block := 0; st.done_blocks := 0; st.total_blocks := 0;
+    FOR leaf IN SELECT t.relid FROM pg_partition_tree(rel) t WHERE t.isleaf ORDER BY t.level, t.relid LOOP
+        -- Every row that existed before the trigger was committed lies below
+        -- this block; rows written since then got their bitmap from the trigger.
+        blocks := pg_relation_size(leaf) / current_setting('block_size')::bigint;
+        SELECT CASE WHEN c.relpages > 0 AND c.reltuples >= 0 THEN c.reltuples / c.relpages END INTO per_block
+        FROM pg_class c WHERE c.oid = leaf;
+        IF per_block IS NULL AND blocks > 0 THEN
+            EXECUTE format('SELECT count(*) FROM %s WHERE ctid < %L::tid', leaf, format('(%s,0)', least(blocks, 16)))
+                INTO sampled;
+            per_block := sampled::double precision / least(blocks, 16);
+        END IF;
+        per_block := greatest(coalesce(per_block, 1), 1);
+        st.leaves := st.leaves || leaf;
+        st.leaf_blocks := st.leaf_blocks || blocks;
+        st.leaf_batches := st.leaf_batches || greatest(1, ceil(batch_rows / per_block))::bigint;
+        st.total_blocks := st.total_blocks + blocks;
+        estimate := estimate + per_block * blocks;
+    END LOOP;
+    -- kept for the upgrade from 0.2.0's state: the first leaf's batch
+    st.batch_blocks := coalesce(st.leaf_batches[1], 1);
+    st.rows_estimate := round(estimate)::bigint;
     st.rows_updated := 0;
     st.started := clock_timestamp();
     st.last_report := st.started;
@@ -551,44 +653,59 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION alerts_backfill_start(text, regclass, name, name, boolean, boolean, integer) IS
-    'Internal: plans a batched backfill (block ranges of about batch_rows rows) for alerts_enable and alerts_rebuild.';
+    'Internal: plans a batched backfill (block ranges of about batch_rows rows, leaf partition by leaf partition) for alerts_enable and alerts_rebuild.';
 
--- One batch: the rows of the next block range whose bitmap is missing (or,
--- for a rebuild, differs from alerts_bloom of the attributes). Reports
--- progress every 2 seconds and at the end.
+-- One batch: the rows of the next block range of the current leaf whose
+-- bitmap is missing (or, for a rebuild, differs from alerts_bloom of the
+-- attributes). The UPDATE names the leaf itself, so it locks that leaf only.
+-- A leaf dropped meanwhile (retention) is skipped. Reports progress over the
+-- whole table every 2 seconds and at the end.
 CREATE FUNCTION alerts_backfill_step(st alerts_backfill_state)
     RETURNS alerts_backfill_state
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    hi bigint := least(st.next_block + st.batch_blocks, st.total_blocks);
-    n bigint;
+    leaf regclass := st.leaves[st.leaf];
+    leaf_end bigint := st.leaf_blocks[st.leaf];
+    hi bigint := least(st.next_block + st.leaf_batches[st.leaf], st.leaf_blocks[st.leaf]);
+    n bigint := 0;
     now_ts timestamptz;
     secs double precision;
+    done bigint;
     done_rows bigint;
     rate double precision;
 BEGIN
-    EXECUTE format('UPDATE %s SET %s WHERE ctid >= $1::tid AND ctid < $2::tid AND %s',
-        st.rel,
-        CASE WHEN st.generated THEN format('%1$I = %1$I', st.attrs_column)
-             ELSE format('%I = @extschema@.alerts_bloom(%I)', st.bitmap_column, st.attrs_column) END,
-        CASE WHEN st.only_missing THEN format('%I IS NULL AND %I IS NOT NULL', st.bitmap_column, st.attrs_column)
-             ELSE format('%I IS DISTINCT FROM @extschema@.alerts_bloom(%I)', st.bitmap_column, st.attrs_column) END)
-        USING format('(%s,0)', st.next_block), format('(%s,0)', hi);
-    GET DIAGNOSTICS n = ROW_COUNT;
+    IF EXISTS (SELECT 1 FROM pg_class WHERE oid = leaf) THEN
+        EXECUTE format('UPDATE %s SET %s WHERE ctid >= $1::tid AND ctid < $2::tid AND %s',
+            leaf,
+            CASE WHEN st.generated THEN format('%1$I = %1$I', st.attrs_column)
+                 ELSE format('%I = @extschema@.alerts_bloom(%I)', st.bitmap_column, st.attrs_column) END,
+            CASE WHEN st.only_missing THEN format('%I IS NULL AND %I IS NOT NULL', st.bitmap_column, st.attrs_column)
+                 ELSE format('%I IS DISTINCT FROM @extschema@.alerts_bloom(%I)', st.bitmap_column, st.attrs_column) END)
+            USING format('(%s,0)', st.next_block), format('(%s,0)', hi);
+        GET DIAGNOSTICS n = ROW_COUNT;
+    ELSE
+        hi := leaf_end;  -- dropped since the start: nothing left to write there
+    END IF;
     st.rows_updated := st.rows_updated + n;
     st.next_block := hi;
-    st.finished := hi >= st.total_blocks;
+    IF hi >= leaf_end THEN
+        st.done_blocks := st.done_blocks + leaf_end;
+        st.leaf := st.leaf + 1;
+        st.next_block := 0;
+    END IF;
+    st.finished := st.leaf > coalesce(array_length(st.leaves, 1), 0);
     now_ts := clock_timestamp();
     IF st.finished OR now_ts - st.last_report >= interval '2 seconds' THEN
+        done := st.done_blocks + st.next_block;
         secs := greatest(extract(epoch FROM now_ts - st.started)::double precision, 0.001);
         done_rows := CASE WHEN st.total_blocks = 0 THEN 0
-                          ELSE round(st.rows_estimate * (hi::double precision / st.total_blocks))::bigint END;
+                          ELSE round(st.rows_estimate * (done::double precision / st.total_blocks))::bigint END;
         rate := done_rows / secs;
         RAISE NOTICE '%: %: % of ~% rows (% %%), % rows/s, % s elapsed, about % s left; % bitmaps written',
             st.caller, st.rel, done_rows, st.rows_estimate,
-            CASE WHEN st.total_blocks = 0 THEN 100 ELSE floor(100.0 * hi / st.total_blocks) END,
+            CASE WHEN st.total_blocks = 0 THEN 100 ELSE floor(100.0 * done / st.total_blocks) END,
             round(rate), round(secs::numeric, 1),
             CASE WHEN rate > 0 THEN round(((st.rows_estimate - done_rows) / rate)::numeric) ELSE 0 END,
             st.rows_updated;
@@ -598,7 +715,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION alerts_backfill_step(alerts_backfill_state) IS
-    'Internal: one committed batch of alerts_enable / alerts_rebuild; updates only the rows whose bitmap is missing (enable) or wrong (rebuild).';
+    'Internal: one committed batch of alerts_enable / alerts_rebuild over one leaf''s block range; updates only the rows whose bitmap is missing (enable) or wrong (rebuild).';
 
 -- After the last batch: no row may be left without a correct bitmap.
 CREATE FUNCTION alerts_backfill_finish(st alerts_backfill_state)
@@ -633,8 +750,14 @@ BEGIN
     INTO has_index;
     IF NOT has_index AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = st.rel AND attname = 'organisation_id' AND NOT attisdropped)
                      AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = st.rel AND attname = 'id' AND NOT attisdropped) THEN
-        RAISE NOTICE '%: for the index-only fast path, run outside a transaction: %', st.caller,
-            @extschema@.alerts_index_command(st.rel, st.bitmap_column);
+        IF (SELECT relkind FROM pg_class WHERE oid = st.rel) = 'p' THEN
+            RAISE NOTICE '%: for the index-only fast path, run outside a transaction: SELECT alerts_index_command(%s) \gexec (an index on each partition, built concurrently, attached to the table''s)',
+                st.caller, concat_ws(', ', quote_literal(st.rel::text),
+                                     CASE WHEN st.bitmap_column <> 'attribute_values_bitmap' THEN quote_literal(st.bitmap_column) END);
+        ELSE
+            RAISE NOTICE '%: for the index-only fast path, run outside a transaction: %', st.caller,
+                (SELECT c FROM @extschema@.alerts_index_command(st.rel, st.bitmap_column) c);
+        END IF;
     END IF;
 END
 $$;

@@ -163,7 +163,20 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
             // The rare paths: the tenant-keys index if the table has one,
             // else a GIN index on the attributes when the filter has a form
             // it answers (not `{}`, which every row matches).
-            let (has_gin, has_keys) = table.statements.gin_indexes(relid);
+            let indexes = table.statements.indexes(relid);
+            if !indexes.page {
+                let name = cstr_owned(pg_sys::get_rel_name(relid));
+                error(
+                    PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                    format!(
+                        "alerts_search: table {name} has no valid index on (organisation_id, id): every page would read the tenant's whole history"
+                    ),
+                    &format!(
+                        "create the pagination index: SELECT alerts_index_command('{}') \\gexec (on a partitioned table, every partition needs it before the parent's index is valid)",
+                        name.replace('\'', "''")
+                    ),
+                );
+            }
             let jsonpath = compiled.gin_jsonpath();
             let call = Call {
                 org,
@@ -175,8 +188,8 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                 before: arg(4).unwrap_or_else(|| text_datum("8")),
                 first_page: arg(4).is_none(),
                 paths: RarePaths {
-                    keys: has_keys && !compiled.is_empty(),
-                    gin: has_gin && jsonpath.is_some(),
+                    keys: indexes.keys && !compiled.is_empty(),
+                    gin: indexes.gin && jsonpath.is_some(),
                 },
                 jsonpath,
             };

@@ -31,6 +31,17 @@ unsafe extern "C-unwind" fn relcache_changed(_arg: Datum, _relid: Oid) {
     RELCACHE_EPOCH.with(|e| e.set(e.get().wrapping_add(1)));
 }
 
+/// The indexes of a table that `alerts_search` uses.
+#[derive(Clone, Copy)]
+pub struct Indexes {
+    /// GIN on `attribute_values`.
+    pub gin: bool,
+    /// GIN on `alerts_keys(organisation_id, id, attribute_values)`.
+    pub keys: bool,
+    /// A btree led by `(organisation_id, id)` (or the relation is a view).
+    pub page: bool,
+}
+
 /// Prepared statements of one table. Parameters, where present: `$1`
 /// tenant, `$2` the window's floor (smallest id), `$3` the cursor (ids
 /// below it), `$4` the filter, `$5` rows wanted.
@@ -60,7 +71,7 @@ pub struct Statements {
     /// Which GIN indexes the table has: (on `attribute_values`, on
     /// `alerts_keys(...)`), and the relcache epoch that answer was read at.
     indexes: pg_sys::SPIPlanPtr,
-    indexes_known: Option<((bool, bool), u64)>,
+    indexes_known: Option<(Indexes, u64)>,
     /// Tenant-key statements by the filter's number of keys.
     keys: HashMap<usize, pg_sys::SPIPlanPtr>,
     table: String,
@@ -163,15 +174,23 @@ impl Statements {
                 ),
                 &[TEXT, TEXT, TEXT, JSONB, INT8, pg_sys::JSONPATHOID],
             );
+            // Which indexes serve the call: GIN on the attributes, GIN on
+            // the tenant keys, and a btree led by (organisation_id, id) that
+            // the walk needs (a partitioned table's counts once every
+            // partition has one: then it is valid). Views are not checked.
             let indexes = prepare(
-                "SELECT coalesce(bool_or(att.attname = 'attribute_values'), false),
-                        coalesce(bool_or(pg_catalog.pg_get_expr(i.indexprs, i.indrelid)
-                                         LIKE '%alerts_keys(organisation_id, id, attribute_values)'), false)
+                "SELECT coalesce(bool_or(am.amname = 'gin' AND k0.attname = 'attribute_values'), false),
+                        coalesce(bool_or(am.amname = 'gin' AND pg_catalog.pg_get_expr(i.indexprs, i.indrelid)
+                                         LIKE '%alerts_keys(organisation_id, id, attribute_values)'), false),
+                        coalesce(bool_or(am.amname = 'btree' AND k0.attname = 'organisation_id' AND k1.attname = 'id'), false)
+                          OR (SELECT r.relkind NOT IN ('r', 'p') FROM pg_catalog.pg_class r WHERE r.oid = $1)
                  FROM pg_catalog.pg_index i
                  JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
                  JOIN pg_catalog.pg_am am ON am.oid = ic.relam
-                 LEFT JOIN pg_catalog.pg_attribute att ON att.attrelid = i.indrelid AND att.attnum = i.indkey[0]
-                 WHERE i.indrelid = $1 AND am.amname = 'gin' AND i.indisvalid AND i.indpred IS NULL",
+                 LEFT JOIN pg_catalog.pg_attribute k0 ON k0.attrelid = i.indrelid AND k0.attnum = i.indkey[0]
+                 LEFT JOIN pg_catalog.pg_attribute k1 ON k1.attrelid = i.indrelid AND k1.attnum = i.indkey[1]
+                                                      AND i.indnkeyatts >= 2
+                 WHERE i.indrelid = $1 AND i.indisvalid AND i.indpred IS NULL",
                 &[pg_sys::OIDOID],
             );
             let end = |order: &str| {
@@ -199,13 +218,12 @@ impl Statements {
         }
     }
 
-    /// (GIN on `attribute_values`, GIN on `alerts_keys(...)`): valid,
-    /// non-partial indexes of the table, read from the catalog once per
-    /// relcache epoch.
+    /// Which indexes the table has (valid, non-partial), read from the
+    /// catalog once per relcache epoch.
     ///
     /// # Safety
     /// SPI must be connected.
-    pub unsafe fn gin_indexes(&mut self, relid: Oid) -> (bool, bool) {
+    pub unsafe fn indexes(&mut self, relid: Oid) -> Indexes {
         let epoch = RELCACHE_EPOCH.with(|e| e.get());
         if let Some((known, at)) = self.indexes_known {
             if at == epoch {
@@ -213,13 +231,14 @@ impl Statements {
             }
         }
         // SAFETY: SPI is connected by the caller; the statement returns one
-        // row of two non-null booleans.
+        // row of three non-null booleans.
         let known = unsafe {
             let tt = execute(self.indexes, &[Datum::from(relid)]);
-            let mut isnull = false;
-            let gin = pg_sys::SPI_getbinval(*(*tt).vals, (*tt).tupdesc, 1, &mut isnull);
-            let keys = pg_sys::SPI_getbinval(*(*tt).vals, (*tt).tupdesc, 2, &mut isnull);
-            (gin.value() != 0, keys.value() != 0)
+            let column = |n: i32| {
+                let mut isnull = false;
+                pg_sys::SPI_getbinval(*(*tt).vals, (*tt).tupdesc, n, &mut isnull).value() != 0
+            };
+            Indexes { gin: column(1), keys: column(2), page: column(3) }
         };
         self.indexes_known = Some((known, epoch));
         known

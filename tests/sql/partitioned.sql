@@ -1,0 +1,267 @@
+-- Partitioned tables, through the calls users make: three layouts holding
+-- the rows of query.sql's table (monthly by created_at, monthly by id, and
+-- quarters by created_at split by tenant hash), enabled with CALL
+-- alerts_enable (trigger and generated forms), indexed with
+-- alerts_index_command, searched exactly (the 200 filters, page by page, with
+-- cursors crossing partitions; walk, GIN and tenant-keys paths); which
+-- partitions a search reads; partitions created, attached, detached and
+-- dropped while searches run; bad layouts.
+SET client_min_messages = warning;
+SET TimeZone = 'UTC';
+\set SHOW_CONTEXT never
+
+CREATE TABLE p_time (id text COLLATE "C" NOT NULL, organisation_id text COLLATE "C" NOT NULL, created_at timestamptz NOT NULL,
+                     priority_id int NOT NULL, attribute_values jsonb NOT NULL DEFAULT '{}', PRIMARY KEY (id, created_at))
+    PARTITION BY RANGE (created_at);
+SELECT format('CREATE TABLE p_time_%s PARTITION OF p_time FOR VALUES FROM (%L) TO (%L)', to_char(m, 'YYYY_MM'), m, m + interval '1 month')
+FROM generate_series(timestamptz '2025-01-01', '2025-12-01', '1 month') m \gexec
+CREATE TABLE p_id (LIKE p_time INCLUDING DEFAULTS, PRIMARY KEY (id)) PARTITION BY RANGE (id);
+SELECT format('CREATE TABLE p_id_%s PARTITION OF p_id FOR VALUES FROM (%s) TO (%s)', to_char(m, 'YYYY_MM'),
+              CASE WHEN m = '2025-01-01' THEN 'MINVALUE' ELSE quote_literal(alerts_ulid_floor(m)) END,
+              CASE WHEN m = '2025-12-01' THEN 'MAXVALUE' ELSE quote_literal(alerts_ulid_floor(m + interval '1 month')) END)
+FROM generate_series(timestamptz '2025-01-01', '2025-12-01', '1 month') m \gexec
+CREATE TABLE p_two (LIKE p_time INCLUDING DEFAULTS, PRIMARY KEY (id, created_at, organisation_id)) PARTITION BY RANGE (created_at);
+SELECT format('CREATE TABLE p_two_%s PARTITION OF p_two FOR VALUES FROM (%L) TO (%L) PARTITION BY HASH (organisation_id)',
+              to_char(q, 'YYYY_"q"Q'), q, q + interval '3 months')
+FROM generate_series(timestamptz '2025-01-01', '2025-10-01', '3 months') q \gexec
+SELECT format('CREATE TABLE p_two_%s_h%s PARTITION OF p_two_%s FOR VALUES WITH (MODULUS 2, REMAINDER %s)', to_char(q, 'YYYY_"q"Q'), h, to_char(q, 'YYYY_"q"Q'), h)
+FROM generate_series(timestamptz '2025-01-01', '2025-10-01', '3 months') q, generate_series(0, 1) h \gexec
+INSERT INTO p_time SELECT id, organisation_id, created_at, priority_id, attribute_values FROM alerts;
+INSERT INTO p_id SELECT * FROM p_time;
+INSERT INTO p_two SELECT * FROM p_time;
+
+-- Enabled through the parent: the column and trigger (or the generated
+-- column) reach every partition, the backfill walks every leaf in small
+-- committed batches, and the final check reads the whole table.
+CALL alerts_enable('p_time');
+CALL alerts_enable('p_id', batch_rows => 3000);
+CALL alerts_enable('p_two', form => 'generated');
+SELECT p AS layout,
+       (SELECT count(*) FROM pg_partition_tree(p) WHERE isleaf) AS leaves,
+       (SELECT count(*) FROM pg_partition_tree(p) t JOIN pg_trigger g ON g.tgrelid = t.relid
+        WHERE t.isleaf AND g.tgname = 'alerts_bloom' AND g.tgenabled = 'O') AS leaves_with_trigger,
+       (SELECT count(*) FROM pg_partition_tree(p) t JOIN pg_attribute a ON a.attrelid = t.relid
+        WHERE t.isleaf AND a.attname = 'attribute_values_bitmap' AND a.attgenerated = 's') AS leaves_generated,
+       s.rows, s.rows_without_bitmap, s.stale_bitmaps
+FROM unnest(ARRAY['p_time', 'p_id', 'p_two']::regclass[]) p, alerts_bloom_stats(p) s;
+-- Resumable: bitmaps lost on some rows (written while the trigger was off)
+-- are found again by a second CALL, and alerts_rebuild rewrites wrong ones.
+ALTER TABLE p_time_2025_03 DISABLE TRIGGER alerts_bloom;
+\set VERBOSITY terse
+CALL alerts_enable('p_time');
+\set VERBOSITY default
+UPDATE p_time SET attribute_values_bitmap = NULL WHERE created_at >= '2025-03-01' AND created_at < '2025-03-03';
+ALTER TABLE p_time_2025_03 ENABLE TRIGGER alerts_bloom;
+UPDATE p_id SET attribute_values_bitmap = alerts_bloom('{"wrong": 1}') WHERE id IN (SELECT id FROM p_id ORDER BY id LIMIT 7);
+SELECT rows_without_bitmap, stale_bitmaps FROM alerts_bloom_stats('p_time');
+CALL alerts_enable('p_time');
+CALL alerts_rebuild('p_id', batch_rows => 50000);
+SELECT p AS layout, s.rows_without_bitmap, s.stale_bitmaps
+FROM unnest(ARRAY['p_time', 'p_id']::regclass[]) p, alerts_bloom_stats(p) s;
+
+-- Searching before the pagination index exists is refused, as on a plain
+-- table; alerts_index_command gives the statements that build it on every
+-- partition without blocking writes.
+\set VERBOSITY terse
+SELECT * FROM alerts_search(NULL::p_id, 'ORG_A', '{}');
+\set VERBOSITY default
+SELECT alerts_index_command('p_two');
+SELECT alerts_index_command('p_time') \gexec
+SELECT alerts_index_command('p_id') \gexec
+SELECT alerts_index_command('p_two') \gexec
+SELECT alerts_index_command('p_two') \gexec
+SELECT c.relname AS partitioned_index, i.indisvalid AS valid,
+       (SELECT count(*) FROM pg_partition_tree(c.oid) t WHERE t.isleaf) AS leaf_indexes
+FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
+WHERE c.relname IN ('p_time_alerts_page_idx', 'p_id_alerts_page_idx', 'p_two_alerts_page_idx') ORDER BY 1;
+VACUUM ANALYZE p_time, p_id, p_two;
+
+-- The differential test of search.sql on each layout: every page of the
+-- first max_pages of each of the 200 filters equals the oracle's slice;
+-- crossing counts the pages whose rows come from two months or more.
+CREATE FUNCTION part_differential(tbl regclass, run text, max_pages int)
+RETURNS TABLE (layout regclass, label text, filters bigint, pages bigint, mismatched_pages bigint, crossing_pages bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+    oracle text[];
+    page text[];
+    crossed boolean;
+    cursor_id text;
+    n int;
+    total_pages bigint := 0;
+    total_bad bigint := 0;
+    total_crossing bigint := 0;
+    size int;
+BEGIN
+    FOR r IN SELECT * FROM filters ORDER BY n LOOP
+        size := (ARRAY[50, 1, 7, 500])[1 + r.n % 4];
+        EXECUTE format('SELECT coalesce(array_agg(id ORDER BY id DESC), ''{}'') FROM %s
+                        WHERE organisation_id = ''ORG_A'' AND id >= %L AND (%s)', tbl, alerts_ulid_floor(r.since), oracle_sql(r.f))
+            INTO oracle;
+        cursor_id := NULL;
+        n := 0;
+        LOOP
+            EXECUTE format('SELECT coalesce(array_agg(s.id ORDER BY s.ordinality), ''{}''),
+                                   count(DISTINCT date_trunc(''month'', s.created_at)) > 1
+                            FROM alerts_search(NULL::%s, ''ORG_A'', $1, $2, $3, $4) WITH ORDINALITY s', tbl)
+                INTO page, crossed USING r.f, r.since, cursor_id, size;
+            IF page IS DISTINCT FROM coalesce(oracle[n * size + 1 : n * size + size], '{}') THEN
+                total_bad := total_bad + 1;
+            END IF;
+            total_crossing := total_crossing + crossed::int;
+            n := n + 1;
+            EXIT WHEN cardinality(page) < size OR n >= max_pages;
+            cursor_id := page[size];
+        END LOOP;
+        total_pages := total_pages + n;
+    END LOOP;
+    RETURN QUERY SELECT tbl, run, count(*), total_pages, total_bad, total_crossing FROM filters;
+END $$;
+SELECT * FROM part_differential('p_time', 'walk', 8);
+SELECT * FROM part_differential('p_id', 'walk', 8);
+SELECT * FROM part_differential('p_two', 'walk', 8);
+-- Partitioned GIN and tenant-keys indexes: rare filters leave the walk.
+CREATE INDEX p_time_gin ON p_time USING gin (attribute_values jsonb_path_ops);
+CREATE INDEX p_two_gin ON p_two USING gin (attribute_values jsonb_path_ops);
+CREATE INDEX p_id_keys ON p_id USING gin (alerts_keys(organisation_id, id, attribute_values));
+ANALYZE p_time, p_id, p_two;
+SELECT * FROM part_differential('p_time', 'walk, then GIN', 8);
+SELECT * FROM part_differential('p_two', 'walk, then GIN', 8);
+SELECT * FROM part_differential('p_id', 'walk, then tenant keys', 8);
+CREATE INDEX p_time_keys ON p_time USING gin (alerts_keys(organisation_id, id, attribute_values));
+SET alerts.search_shortcuts = off;
+SELECT * FROM part_differential('p_time', 'walk, then tenant keys, no shortcuts', 8);
+RESET alerts.search_shortcuts;
+
+-- Which partitions a search reads: the partitions whose indexes were read
+-- by a first page of the last four weeks. By id, Postgres prunes the
+-- partitions outside the window (the window is an id range); by created_at
+-- it cannot (nothing ties created_at to the id), so every partition's index
+-- is read, one descent each.
+SET stats_fetch_consistency = none;
+CREATE TABLE index_reads (layout regclass, indexrelid oid, blocks bigint);
+SELECT pg_stat_force_next_flush();
+INSERT INTO index_reads
+SELECT t.layout, s.indexrelid, s.idx_blks_hit + s.idx_blks_read
+FROM unnest(ARRAY['p_time', 'p_id', 'p_two']::regclass[]) t(layout), pg_partition_tree(t.layout) p
+JOIN pg_statio_all_indexes s ON s.relid = p.relid WHERE p.isleaf;
+SELECT (SELECT count(*) FROM alerts_search(NULL::p_time, 'ORG_A', '{"env": "prod"}', '2025-12-04')) AS p_time_rows,
+       (SELECT count(*) FROM alerts_search(NULL::p_id, 'ORG_A', '{"env": "prod"}', '2025-12-04')) AS p_id_rows,
+       (SELECT count(*) FROM alerts_search(NULL::p_two, 'ORG_A', '{"env": "prod"}', '2025-12-04')) AS p_two_rows;
+SELECT pg_stat_force_next_flush();
+SELECT r.layout, (SELECT count(*) FROM pg_partition_tree(r.layout) WHERE isleaf) AS leaves,
+       count(DISTINCT s.relid) FILTER (WHERE s.idx_blks_hit + s.idx_blks_read > r.blocks) AS leaves_read
+FROM index_reads r JOIN pg_statio_all_indexes s USING (indexrelid) GROUP BY r.layout ORDER BY r.layout::text;
+RESET stats_fetch_consistency;
+
+-- Partitions created later get the column, the trigger and the index from
+-- the parent. A populated table attached later needs the bitmap column
+-- first (Postgres refuses a partition that lacks one of the parent's
+-- columns); its rows have no bitmap until one CALL on the partition fills
+-- them. A table enabled on its own cannot be attached: its trigger has the
+-- name of the parent's.
+CREATE TABLE p_time_2026_01 PARTITION OF p_time FOR VALUES FROM ('2026-01-01') TO ('2026-02-01');
+INSERT INTO p_time (id, organisation_id, created_at, priority_id, attribute_values)
+VALUES (alerts_ulid('2026-01-02'), 'ORG_A', '2026-01-02', 1, '{"env": "new"}');
+SELECT attribute_values_bitmap = alerts_bloom(attribute_values) AS new_partition_bitmap,
+       (SELECT count(*) FROM pg_indexes WHERE tablename = 'p_time_2026_01' AND indexdef LIKE '%INCLUDE (attribute_values_bitmap)') AS new_partition_index
+FROM p_time_2026_01;
+CREATE TABLE archive (LIKE alerts INCLUDING DEFAULTS);
+ALTER TABLE archive DROP COLUMN attribute_values_bitmap;
+INSERT INTO archive (id, organisation_id, created_at, priority_id, attribute_values)
+SELECT alerts_ulid(t), 'ORG_A', t, 1, jsonb_build_object('env', 'archived', 'n', g)
+FROM generate_series(1, 500) g, LATERAL (SELECT timestamptz '2024-12-01' + g * interval '1 hour' AS t) x;
+\set VERBOSITY terse
+ALTER TABLE p_time ATTACH PARTITION archive FOR VALUES FROM ('2024-12-01') TO ('2025-01-01');
+\set VERBOSITY default
+ALTER TABLE archive ADD COLUMN attribute_values_bitmap bit(512);
+ALTER TABLE p_time ATTACH PARTITION archive FOR VALUES FROM ('2024-12-01') TO ('2025-01-01');
+SELECT rows_without_bitmap, substring(advice from '\d+ rows have no bitmap: backfill them with CALL [^(]+') AS advice FROM alerts_bloom_stats('p_time');
+CALL alerts_enable('archive');
+SELECT rows_without_bitmap, stale_bitmaps FROM alerts_bloom_stats('p_time');
+SELECT array(SELECT id FROM alerts_search(NULL::p_time, 'ORG_A', '{"env": "archived"}', '-infinity', NULL, 100))
+     = array(SELECT id FROM archive ORDER BY id DESC LIMIT 100) AS archive_searchable;
+CREATE TABLE enabled_alone (LIKE archive);
+CALL alerts_enable('enabled_alone');
+\set VERBOSITY terse
+ALTER TABLE p_time ATTACH PARTITION enabled_alone FOR VALUES FROM ('2024-11-01') TO ('2024-12-01');
+\set VERBOSITY default
+DROP TABLE enabled_alone;
+
+-- Retention while searches run: a second client process
+-- (tests/clients/partition_searcher.sql) pages through p_time and checks
+-- every page against the exact filter in the same statement, committing
+-- after each, while this session detaches and drops the oldest months
+-- (once CONCURRENTLY) and attaches a new one.
+CREATE TABLE searcher_log (at timestamptz DEFAULT clock_timestamp(), ok boolean, error text);
+CREATE TABLE searcher_stop (stop boolean);
+CREATE TABLE searcher_done (done boolean);
+\setenv PGDATABASE :DBNAME
+\! psql -X -q -f tests/clients/partition_searcher.sql >/dev/null 2>&1 &
+DO $$ BEGIN
+    FOR i IN 1..600 LOOP EXIT WHEN (SELECT count(*) FROM searcher_log) >= 5; PERFORM pg_sleep(0.05); END LOOP;
+END $$;
+ALTER TABLE p_time DETACH PARTITION archive CONCURRENTLY;
+DROP TABLE archive;
+ALTER TABLE p_time DETACH PARTITION p_time_2025_01;
+DROP TABLE p_time_2025_01;
+CREATE TABLE p_time_2026_02 (LIKE p_time INCLUDING DEFAULTS);
+INSERT INTO p_time_2026_02 (id, organisation_id, created_at, priority_id, attribute_values)
+SELECT alerts_ulid(t), 'ORG_A', t, 1, jsonb_build_object('env', 'prod', 'month', 'feb')
+FROM generate_series(1, 300) g, LATERAL (SELECT timestamptz '2026-02-01' + g * interval '1 hour' AS t) x;
+ALTER TABLE p_time ATTACH PARTITION p_time_2026_02 FOR VALUES FROM ('2026-02-01') TO ('2026-03-01');
+CALL alerts_enable('p_time_2026_02');
+ALTER TABLE p_time DETACH PARTITION p_time_2025_02 CONCURRENTLY;
+DROP TABLE p_time_2025_02;
+DO $$
+DECLARE
+    seen bigint := (SELECT count(*) FROM searcher_log);
+BEGIN  -- a few more searches after the last change
+    FOR i IN 1..600 LOOP EXIT WHEN (SELECT count(*) FROM searcher_log) >= seen + 5; PERFORM pg_sleep(0.05); END LOOP;
+END $$;
+INSERT INTO searcher_stop VALUES (true);
+DO $$ BEGIN
+    FOR i IN 1..600 LOOP EXIT WHEN EXISTS (SELECT 1 FROM searcher_done); PERFORM pg_sleep(0.05); END LOOP;
+END $$;
+SELECT count(*) >= 10 AS searched, count(*) FILTER (WHERE NOT ok) AS wrong_pages,
+       count(*) FILTER (WHERE error IS NOT NULL) AS errors, min(error) AS first_error
+FROM searcher_log;
+SELECT count(*) AS searcher_finished FROM searcher_done;
+
+-- Bad layouts and calls, each refused before any change.
+CREATE TABLE p_bad (id text NOT NULL, organisation_id text NOT NULL, attribute_values jsonb) PARTITION BY LIST (organisation_id);
+CREATE TABLE p_bad_a PARTITION OF p_bad FOR VALUES IN ('a');
+CREATE FOREIGN DATA WRAPPER alerts_test_fdw;
+CREATE SERVER alerts_test_server FOREIGN DATA WRAPPER alerts_test_fdw;
+CREATE FOREIGN TABLE p_bad_remote PARTITION OF p_bad FOR VALUES IN ('remote') SERVER alerts_test_server;
+CALL alerts_enable('p_bad');
+SELECT count(*) AS bitmap_columns FROM pg_attribute WHERE attrelid = 'p_bad'::regclass AND attname = 'attribute_values_bitmap';
+DROP FOREIGN TABLE p_bad_remote;
+CREATE ROLE regress_alerts_part_owner;
+CREATE ROLE regress_alerts_part_other;
+ALTER TABLE p_bad OWNER TO regress_alerts_part_owner;
+ALTER TABLE p_bad_a OWNER TO regress_alerts_part_owner;
+CREATE TABLE p_bad_b PARTITION OF p_bad FOR VALUES IN ('b');
+ALTER TABLE p_bad_b OWNER TO regress_alerts_part_other;
+GRANT SELECT, UPDATE ON p_bad_b TO regress_alerts_part_owner;
+SET ROLE regress_alerts_part_owner;
+CALL alerts_enable('p_bad');
+RESET ROLE;
+SELECT count(*) AS bitmap_columns FROM pg_attribute WHERE attrelid = 'p_bad'::regclass AND attname = 'attribute_values_bitmap';
+ALTER TABLE p_bad_b OWNER TO regress_alerts_part_owner;
+SET ROLE regress_alerts_part_owner;
+CALL alerts_enable('p_bad');
+RESET ROLE;
+-- Disabling goes through the parent, which drops the column and trigger of
+-- every partition.
+CALL alerts_disable('p_bad_a');
+CALL alerts_disable('p_bad');
+SELECT count(*) AS bitmap_columns_left FROM pg_partition_tree('p_bad') t JOIN pg_attribute a ON a.attrelid = t.relid
+WHERE a.attname = 'attribute_values_bitmap' AND NOT a.attisdropped;
+DROP TABLE p_bad;
+DROP ROLE regress_alerts_part_owner, regress_alerts_part_other;
+DROP SERVER alerts_test_server;
+DROP FOREIGN DATA WRAPPER alerts_test_fdw;
+DROP TABLE p_time, p_id, p_two, searcher_log, searcher_stop, searcher_done, index_reads;
+DROP FUNCTION part_differential(regclass, text, int);
