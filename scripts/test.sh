@@ -55,7 +55,15 @@ for v in $VERSIONS; do
     --host="$PGHOST" --port="$PGPORT" --user="$PGUSER" --dbname=alerts_regress \
     --inputdir=tests --outputdir="target/regress-pg$v" --schedule=tests/schedule
   if [ -s "target/regress-pg$v/regression.diffs" ]; then head -200 "target/regress-pg$v/regression.diffs"; fi
-  step "[pg$v] upgrade 0.1.0 and 0.2.0 -> current, then the suite on the upgraded database" bash tests/shell/upgrade.sh
+  # the suite on an upgraded database once per run (first version): the
+  # object-by-object comparison with a fresh install runs on every version
+  first=${VERSIONS%% *}
+  if [ "$v" = "$first" ]; then
+    step "[pg$v] upgrade 0.1.0 and 0.2.0 -> current, then the suite on the upgraded database" bash tests/shell/upgrade.sh
+  else
+    step "[pg$v] upgrade 0.1.0 and 0.2.0 -> current (objects equal a fresh install's)" \
+      env ALERTS_UPGRADE_SUITE=0 ALERTS_UPGRADE_SUITE_PG="$first" bash tests/shell/upgrade.sh
+  fi
   step "[pg$v] dump and restore (pg_dump/pg_restore, both forms)" bash tests/shell/dump_restore.sh
   step "[pg$v] hostile and malformed inputs" python3 tests/shell/hostile_inputs.py
   # The soak is about the extension under concurrent writers, not about a

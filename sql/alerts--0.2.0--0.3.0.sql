@@ -299,7 +299,9 @@ BEGIN
     st.generated := generated; st.only_missing := only_missing; st.caller := caller;
     st.leaves := '{}'; st.leaf_blocks := '{}'; st.leaf_batches := '{}';
     st.leaf := 1; st.next_block := 0; st.done_blocks := 0; st.total_blocks := 0;
-    FOR leaf IN SELECT t.relid FROM pg_partition_tree(rel) t WHERE t.isleaf ORDER BY t.level, t.relid LOOP
+    -- pg_partition_tree has no row for a table that is not partitioned
+    FOR leaf IN SELECT coalesce(t.relid, rel) FROM (SELECT) one LEFT JOIN pg_partition_tree(rel) t ON true
+                WHERE t.isleaf IS NOT FALSE ORDER BY t.level, t.relid LOOP
         -- Every row that existed before the trigger was committed lies below
         -- this block; rows written since then got their bitmap from the trigger.
         blocks := pg_relation_size(leaf) / current_setting('block_size')::bigint;

@@ -143,6 +143,7 @@ def statements():
     # The tenant-keys index: every insert and update computes alerts_keys,
     # and rare-filter searches read it.
     yield "CREATE INDEX hostile_keys ON hostile USING gin (alerts_keys(organisation_id, id, attribute_values));"
+    yield "CREATE INDEX hostile_page ON hostile (organisation_id, id DESC) INCLUDE (attribute_values_bitmap);"
     for d in huge_docs():
         for f in ("alerts_bloom", "alerts_bloom_elements", "alerts_mask"):
             yield "SELECT length(%s(%s)::text);" % (f, jlit(d))

@@ -178,7 +178,7 @@ change 2
 synced
 [ "$(missing dst plain)" = "0 0" ] || fail "subscriber: plain with ENABLE ALWAYS has missing or stale bitmaps: $(missing dst plain)"
 for t in with_bitmaps generated plain; do
-  p -d dst -c "SELECT alerts_index_command('$t') \gexec" >/dev/null
+  echo "SELECT alerts_index_command('$t') \\gexec" | p -d dst >/dev/null
   PGPORT=$P check_table dst "$t"
 done
 echo "  logical: published bitmaps copied, generated column computed by the subscriber, an unpublished bitmap reported missing until the trigger is ENABLE ALWAYS"

@@ -3,7 +3,8 @@
 # (sql/alerts--X.sql), upgrade with ALTER EXTENSION alerts UPDATE, check that
 # the extension's objects (definitions, volatility, comments, types) equal a
 # fresh install's (sql/alerts.sql), then run the whole regression suite
-# against the database upgraded from the oldest release.
+# against the database upgraded from the oldest release (ALERTS_UPGRADE_SUITE=0
+# skips that last part).
 # Needs the cluster of scripts/cluster.sh and the extension installed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -48,8 +49,14 @@ for v in "${RELEASED[@]}"; do
   echo "upgrade: $v -> $(head -1 target/upgrade-fresh.txt): $objects objects identical to a fresh install"
   [ "$v" = "${RELEASED[0]}" ] || dropdb "$db"
 done
-mkdir -p target/regress-upgraded
-"$PG_REGRESS" --bindir="$PG_BINDIR" --host="$PGHOST" --port="$PGPORT" --user="$PGUSER" \
-  --use-existing --dbname=alerts_upgraded_0_1_0 --inputdir=tests --outputdir=target/regress-upgraded \
-  --schedule=tests/schedule || { head -100 target/regress-upgraded/regression.diffs; exit 1; }
+# The suite on the upgraded database: once per test run (the first version,
+# see scripts/test.sh); the object comparison above runs on every version.
+if [ "${ALERTS_UPGRADE_SUITE:-1}" = 1 ]; then
+  mkdir -p target/regress-upgraded
+  "$PG_REGRESS" --bindir="$PG_BINDIR" --host="$PGHOST" --port="$PGPORT" --user="$PGUSER" \
+    --use-existing --dbname=alerts_upgraded_0_1_0 --inputdir=tests --outputdir=target/regress-upgraded \
+    --schedule=tests/schedule || { head -100 target/regress-upgraded/regression.diffs; exit 1; }
+else
+  echo "upgrade: the suite on the upgraded database ran on PostgreSQL ${ALERTS_UPGRADE_SUITE_PG:-15} in this run; here the objects are compared only"
+fi
 dropdb alerts_upgraded_0_1_0
