@@ -28,12 +28,13 @@ AS $$
     -- concurrently on each leaf, each attached to its parent's (the parent's
     -- becomes valid when the last is attached). Every statement is
     -- idempotent, so the list can be run again after an interruption.
-    WITH tree AS (
-        SELECT t.relid, t.parentrelid, t.isleaf, t.level, c.relkind,
+    WITH tree AS (  -- pg_partition_tree has no row for a table that is not partitioned
+        SELECT c.oid AS relid, t.parentrelid, coalesce(t.level, 0) AS level, c.relkind,
                format('%I.%I', n.nspname, left(c.relname, 40) || '_alerts_page_idx') AS idx,
                left(c.relname, 40) || '_alerts_page_idx' AS idx_name
-        FROM pg_partition_tree(rel) t
-        JOIN pg_class c ON c.oid = t.relid
+        FROM (SELECT) one
+        LEFT JOIN pg_partition_tree(rel) t ON true
+        JOIN pg_class c ON c.oid = coalesce(t.relid, rel)
         JOIN pg_namespace n ON n.oid = c.relnamespace
         WHERE c.relkind IN ('r', 'p')  -- foreign partitions get no index
     ), statements AS (
