@@ -238,7 +238,11 @@ impl Statements {
                 let mut isnull = false;
                 pg_sys::SPI_getbinval(*(*tt).vals, (*tt).tupdesc, n, &mut isnull).value() != 0
             };
-            Indexes { gin: column(1), keys: column(2), page: column(3) }
+            Indexes {
+                gin: column(1),
+                keys: column(2),
+                page: column(3),
+            }
         };
         self.indexes_known = Some((known, epoch));
         known
