@@ -4,8 +4,8 @@
 //! Where things are:
 //! - this file: the SQL entry point, its argument checks, and the call's
 //!   setup (result store, pinned `search_path`, SPI);
-//! - `statements.rs`: the per-table prepared statements and which indexes
-//!   the table has;
+//! - `statements.rs`: the per-table prepared statements;
+//! - `indexes.rs`: which indexes the table has;
 //! - `walk.rs`: the page walk in chunks, and where it leaves for a rare
 //!   path (the decisions themselves are pure, in `alerts_core::walk`);
 //! - `probe.rs`: the walk's per-entry bloom test and what it counts;
@@ -15,6 +15,7 @@
 //!
 //! Every row returned passed `alerts_attrs_match`.
 
+mod indexes;
 mod probe;
 mod rare;
 mod routes;
@@ -163,7 +164,7 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
             // The rare paths: the tenant-keys index if the table has one,
             // else a GIN index on the attributes when the filter has a form
             // it answers (not `{}`, which every row matches).
-            let indexes = table.statements.indexes(relid);
+            let indexes = table.statements.indexes.get(relid);
             if !indexes.page {
                 let name = cstr_owned(pg_sys::get_rel_name(relid));
                 error(

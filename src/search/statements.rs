@@ -2,45 +2,19 @@
 //! and session and kept (`SPI_keepplan`), so that a call only executes:
 //! the first version was PL/pgSQL with `EXECUTE`, which planned 3 statements
 //! per call (2-4 ms of planning for a page the executor produces in 0.2-1
-//! ms). Postgres' plan cache revalidates them on DDL. Which GIN indexes the
-//! table has is read from the catalog once per relcache epoch.
+//! ms). Postgres' plan cache revalidates them on DDL. Which indexes the table
+//! has is in `indexes.rs`.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 
-use pgrx::pg_guard;
 use pgrx::pg_sys::{self, Datum, Oid};
 
+use super::indexes::IndexCache;
 use super::spi::{cstr_owned, execute, first_value, prepare, prepare_generic, quoted};
 
 const TEXT: Oid = pg_sys::TEXTOID;
 const JSONB: Oid = pg_sys::JSONBOID;
 const INT8: Oid = pg_sys::INT8OID;
-
-thread_local! {
-    /// Bumped by every relcache invalidation (an index created or dropped
-    /// sends one for its table).
-    static RELCACHE_EPOCH: Cell<u64> = const { Cell::new(0) };
-    static CALLBACK_REGISTERED: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Relcache invalidation callback: only bumps a counter (no catalog access
-/// is allowed here).
-#[pg_guard]
-unsafe extern "C-unwind" fn relcache_changed(_arg: Datum, _relid: Oid) {
-    RELCACHE_EPOCH.with(|e| e.set(e.get().wrapping_add(1)));
-}
-
-/// The indexes of a table that `alerts_search` uses.
-#[derive(Clone, Copy)]
-pub struct Indexes {
-    /// GIN on `attribute_values`.
-    pub gin: bool,
-    /// GIN on `alerts_keys(organisation_id, id, attribute_values)`.
-    pub keys: bool,
-    /// A btree led by `(organisation_id, id)` (or the relation is a view).
-    pub page: bool,
-}
 
 /// Prepared statements of one table. Parameters, where present: `$1`
 /// tenant, `$2` the window's floor (smallest id), `$3` the cursor (ids
@@ -70,8 +44,8 @@ pub struct Statements {
     pub oldest: pg_sys::SPIPlanPtr,
     /// Which GIN indexes the table has: (on `attribute_values`, on
     /// `alerts_keys(...)`), and the relcache epoch that answer was read at.
-    indexes: pg_sys::SPIPlanPtr,
-    indexes_known: Option<(Indexes, u64)>,
+    /// Which indexes the table has, per relcache epoch.
+    pub indexes: IndexCache,
     /// Tenant-key statements by the filter's number of keys.
     keys: HashMap<usize, pg_sys::SPIPlanPtr>,
     table: String,
@@ -87,9 +61,6 @@ impl Statements {
     pub unsafe fn prepare(relid: Oid, ext_schema: &str) -> Statements {
         // SAFETY: the caller guarantees a valid relation and connected SPI.
         unsafe {
-            if !CALLBACK_REGISTERED.with(|r| r.replace(true)) {
-                pg_sys::CacheRegisterRelcacheCallback(Some(relcache_changed), Datum::from(0usize));
-            }
             let t = format!(
                 "{}.{}",
                 quoted(&cstr_owned(pg_sys::get_namespace_name(
@@ -174,25 +145,6 @@ impl Statements {
                 ),
                 &[TEXT, TEXT, TEXT, JSONB, INT8, pg_sys::JSONPATHOID],
             );
-            // Which indexes serve the call: GIN on the attributes, GIN on
-            // the tenant keys, and a btree led by (organisation_id, id) that
-            // the walk needs (a partitioned table's counts once every
-            // partition has one: then it is valid). Views are not checked.
-            let indexes = prepare(
-                "SELECT coalesce(bool_or(am.amname = 'gin' AND k0.attname = 'attribute_values'), false),
-                        coalesce(bool_or(am.amname = 'gin' AND pg_catalog.pg_get_expr(i.indexprs, i.indrelid)
-                                         LIKE '%alerts_keys(organisation_id, id, attribute_values)'), false),
-                        coalesce(bool_or(am.amname = 'btree' AND k0.attname = 'organisation_id' AND k1.attname = 'id'), false)
-                          OR (SELECT r.relkind NOT IN ('r', 'p') FROM pg_catalog.pg_class r WHERE r.oid = $1)
-                 FROM pg_catalog.pg_index i
-                 JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
-                 JOIN pg_catalog.pg_am am ON am.oid = ic.relam
-                 LEFT JOIN pg_catalog.pg_attribute k0 ON k0.attrelid = i.indrelid AND k0.attnum = i.indkey[0]
-                 LEFT JOIN pg_catalog.pg_attribute k1 ON k1.attrelid = i.indrelid AND k1.attnum = i.indkey[1]
-                                                      AND i.indnkeyatts >= 2
-                 WHERE i.indrelid = $1 AND i.indisvalid AND i.indpred IS NULL",
-                &[pg_sys::OIDOID],
-            );
             let end = |order: &str| {
                 prepare(
                     &format!(
@@ -209,43 +161,12 @@ impl Statements {
                 gin,
                 newest: end("DESC"),
                 oldest: end("ASC"),
-                indexes,
-                indexes_known: None,
+                indexes: IndexCache::prepare(),
                 keys: HashMap::new(),
                 table: t,
                 schema: s,
             }
         }
-    }
-
-    /// Which indexes the table has (valid, non-partial), read from the
-    /// catalog once per relcache epoch.
-    ///
-    /// # Safety
-    /// SPI must be connected.
-    pub unsafe fn indexes(&mut self, relid: Oid) -> Indexes {
-        let epoch = RELCACHE_EPOCH.with(|e| e.get());
-        if let Some((known, at)) = self.indexes_known {
-            if at == epoch {
-                return known;
-            }
-        }
-        // SAFETY: SPI is connected by the caller; the statement returns one
-        // row of three non-null booleans.
-        let known = unsafe {
-            let tt = execute(self.indexes, &[Datum::from(relid)]);
-            let column = |n: i32| {
-                let mut isnull = false;
-                pg_sys::SPI_getbinval(*(*tt).vals, (*tt).tupdesc, n, &mut isnull).value() != 0
-            };
-            Indexes {
-                gin: column(1),
-                keys: column(2),
-                page: column(3),
-            }
-        };
-        self.indexes_known = Some((known, epoch));
-        known
     }
 
     /// The tenant-key statement for filters of `n` keys: `$6..` are the keys

@@ -1,0 +1,108 @@
+//! Which indexes of a table `alerts_search` can use, read from the catalog
+//! once per relcache epoch (an index created or dropped sends a relcache
+//! invalidation for its table): GIN on the attributes, GIN on the tenant
+//! keys, and the btree led by (organisation_id, id) that the walk needs.
+
+use std::cell::Cell;
+
+use pgrx::pg_guard;
+use pgrx::pg_sys::{self, Datum, Oid};
+
+use super::spi::{execute, prepare};
+
+thread_local! {
+    /// Bumped by every relcache invalidation (an index created or dropped
+    /// sends one for its table).
+    static RELCACHE_EPOCH: Cell<u64> = const { Cell::new(0) };
+    static CALLBACK_REGISTERED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Relcache invalidation callback: only bumps a counter (no catalog access
+/// is allowed here).
+#[pg_guard]
+unsafe extern "C-unwind" fn relcache_changed(_arg: Datum, _relid: Oid) {
+    RELCACHE_EPOCH.with(|e| e.set(e.get().wrapping_add(1)));
+}
+
+/// The indexes of a table that `alerts_search` uses.
+#[derive(Clone, Copy)]
+pub struct Indexes {
+    /// GIN on `attribute_values`.
+    pub gin: bool,
+    /// GIN on `alerts_keys(organisation_id, id, attribute_values)`.
+    pub keys: bool,
+    /// A btree led by `(organisation_id, id)` (or the relation is a view).
+    pub page: bool,
+}
+
+/// The catalog statement and its last answer, for one table.
+pub struct IndexCache {
+    plan: pg_sys::SPIPlanPtr,
+    known: Option<(Indexes, u64)>,
+}
+
+impl IndexCache {
+    /// Prepares the catalog statement (and registers the relcache callback
+    /// once per session).
+    ///
+    /// # Safety
+    /// SPI must be connected.
+    pub unsafe fn prepare() -> IndexCache {
+        // SAFETY: SPI is connected by the caller.
+        unsafe {
+            if !CALLBACK_REGISTERED.with(|r| r.replace(true)) {
+                pg_sys::CacheRegisterRelcacheCallback(Some(relcache_changed), Datum::from(0usize));
+            }
+            // Which indexes serve the call: GIN on the attributes, GIN on
+            // the tenant keys, and a btree led by (organisation_id, id) that
+            // the walk needs (a partitioned table's counts once every
+            // partition has one: then it is valid). Views are not checked.
+            let plan = prepare(
+                "SELECT coalesce(bool_or(am.amname = 'gin' AND k0.attname = 'attribute_values'), false),
+                        coalesce(bool_or(am.amname = 'gin' AND pg_catalog.pg_get_expr(i.indexprs, i.indrelid)
+                                         LIKE '%alerts_keys(organisation_id, id, attribute_values)'), false),
+                        coalesce(bool_or(am.amname = 'btree' AND k0.attname = 'organisation_id' AND k1.attname = 'id'), false)
+                          OR (SELECT r.relkind NOT IN ('r', 'p') FROM pg_catalog.pg_class r WHERE r.oid = $1)
+                 FROM pg_catalog.pg_index i
+                 JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
+                 JOIN pg_catalog.pg_am am ON am.oid = ic.relam
+                 LEFT JOIN pg_catalog.pg_attribute k0 ON k0.attrelid = i.indrelid AND k0.attnum = i.indkey[0]
+                 LEFT JOIN pg_catalog.pg_attribute k1 ON k1.attrelid = i.indrelid AND k1.attnum = i.indkey[1]
+                                                      AND i.indnkeyatts >= 2
+                 WHERE i.indrelid = $1 AND i.indisvalid AND i.indpred IS NULL",
+                &[pg_sys::OIDOID],
+            );
+            IndexCache { plan, known: None }
+        }
+    }
+
+    /// Which indexes the table has (valid, non-partial), read from the
+    /// catalog once per relcache epoch.
+    ///
+    /// # Safety
+    /// SPI must be connected.
+    pub unsafe fn get(&mut self, relid: Oid) -> Indexes {
+        let epoch = RELCACHE_EPOCH.with(|e| e.get());
+        if let Some((known, at)) = self.known {
+            if at == epoch {
+                return known;
+            }
+        }
+        // SAFETY: SPI is connected by the caller; the statement returns one
+        // row of three non-null booleans.
+        let known = unsafe {
+            let tt = execute(self.plan, &[Datum::from(relid)]);
+            let column = |n: i32| {
+                let mut isnull = false;
+                pg_sys::SPI_getbinval(*(*tt).vals, (*tt).tupdesc, n, &mut isnull).value() != 0
+            };
+            Indexes {
+                gin: column(1),
+                keys: column(2),
+                page: column(3),
+            }
+        };
+        self.known = Some((known, epoch));
+        known
+    }
+}
