@@ -42,8 +42,6 @@ pub struct Statements {
     /// The newest and the oldest entry of a tenant's window.
     pub newest: pg_sys::SPIPlanPtr,
     pub oldest: pg_sys::SPIPlanPtr,
-    /// Which GIN indexes the table has: (on `attribute_values`, on
-    /// `alerts_keys(...)`), and the relcache epoch that answer was read at.
     /// Which indexes the table has, per relcache epoch.
     pub indexes: IndexCache,
     /// Tenant-key statements by the filter's number of keys.
