@@ -645,7 +645,8 @@ BEGIN
         st.total_blocks := st.total_blocks + blocks;
         estimate := estimate + per_block * blocks;
     END LOOP;
-    -- kept for the upgrade from 0.2.0's state: the first leaf's batch
+    -- unused since 0.3.0 (each leaf has its batch in leaf_batches); the
+    -- type keeps the attribute, set to the first leaf's batch
     st.batch_blocks := coalesce(st.leaf_batches[1], 1);
     st.rows_estimate := round(estimate)::bigint;
     st.rows_updated := 0;
@@ -671,7 +672,7 @@ AS $$
 DECLARE
     leaf regclass := st.leaves[st.leaf];
     leaf_end bigint := st.leaf_blocks[st.leaf];
-    hi bigint := least(st.next_block + st.leaf_batches[st.leaf], st.leaf_blocks[st.leaf]);
+    hi bigint := least(st.next_block + st.leaf_batches[st.leaf], leaf_end);
     n bigint := 0;
     now_ts timestamptz;
     secs double precision;
