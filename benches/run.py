@@ -4,6 +4,7 @@ all methods return the same rows, times every scenario with pgbench and
 prints a table, in one run so that ratios are comparable.
 
     python3 benches/run.py --size smoke|full|xl [--seconds S] [--out DIR]
+                           [--layout plain|by-created|by-id]
 
 Runs on whichever server PGHOST/PGPORT name (`bash benches/run.sh --pg 18`
 starts and picks that version's cluster). Peers the server lacks (RUM
@@ -86,21 +87,66 @@ def build(db, size, anchor):
     return anchor
 
 
+# --- partitioned layouts ------------------------------------------------------
+# The same rows as `alerts`, copied into a table partitioned by month (13
+# partitions cover the 365 days before the anchor), with the recommended
+# setup on the parent: trigger, pagination index with the bitmap INCLUDEd,
+# tenant-keys index, and GIN jsonb_path_ops for the peer.
+LAYOUTS = {
+    "plain": None,
+    # the usual layout: by time; alerts_search's window is an id range, so
+    # every partition's index is read (no pruning)
+    "by-created": dict(table="alerts_by_created", key="created_at", pk="(id, created_at)"),
+    # by id with ULID month bounds: the window prunes to the months it covers
+    "by-id": dict(table="alerts_by_id", key="id", pk="(id)"),
+}
+LAYOUT_METHODS = ["gin", "gin_all", "ext_ios", "search_cold", "search"]
+
+
+def build_layout(db, layout, anchor):
+    spec = LAYOUTS[layout]
+    t = spec["table"]
+    done = psql(db, f"SELECT obj_description(to_regclass({lit(t)}), 'pg_class') = {lit('bench ' + anchor)}")
+    if done and done[0][0] == "t":
+        print(f"bench: reusing {t}")
+        return
+    t0 = time.time()
+    months = psql(db, f"""SELECT to_char(m, 'YYYY_MM'), m, m + interval '1 month',
+                                 alerts_ulid_floor(m), alerts_ulid_floor(m + interval '1 month')
+                          FROM generate_series(date_trunc('month', {lit(anchor)}::timestamptz - interval '365 days'),
+                                               {lit(anchor)}::timestamptz, interval '1 month') m""")
+    ddl = [f"DROP TABLE IF EXISTS {t} CASCADE",
+           f"CREATE TABLE {t} (LIKE alerts INCLUDING DEFAULTS, PRIMARY KEY {spec['pk']}) "
+           f"PARTITION BY RANGE ({spec['key']})"]
+    for name, lo, hi, idlo, idhi in months:
+        lo, hi = (lo, hi) if spec["key"] == "created_at" else (idlo, idhi)
+        ddl.append(f"CREATE TABLE {t}_{name} PARTITION OF {t} FOR VALUES FROM ({lit(lo)}) TO ({lit(hi)})")
+    psql(db, "; ".join(ddl))
+    psql(db, f"INSERT INTO {t} SELECT * FROM alerts")
+    psql(db, f"SET maintenance_work_mem = '1GB'; "
+             f"CREATE INDEX {t}_pagination_bitmap ON {t} (organisation_id, id DESC) INCLUDE (attribute_values_bitmap); "
+             f"CREATE INDEX {t}_gin ON {t} USING gin (attribute_values jsonb_path_ops)")
+    psql(db, f"VACUUM (ANALYZE) {t}")
+    psql(db, f"COMMENT ON TABLE {t} IS {lit('bench ' + anchor)}")
+    print(f"bench: {t}: {len(months)} monthly partitions by {spec['key']} built in {time.time() - t0:.0f} s", flush=True)
+
+
 # --- scenarios ----------------------------------------------------------------
 
-def refresh_extension(db):
+def refresh_extension(db, tables):
     """Recreates the extension's objects from the installed version, so a
     reused database measures the code just built, not the code it was
     generated with. Bitmaps are a frozen format and stay."""
-    psql(db, "DROP EXTENSION IF EXISTS alerts CASCADE; CREATE EXTENSION alerts; "
-             "CREATE TRIGGER alerts_bloom BEFORE INSERT OR UPDATE ON alerts "
-             "FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger()")
-    # The tenant-keys index depends on alerts_keys and went with the
-    # extension: rebuild it (1.5 min for 5M rows).
-    t0 = time.time()
-    psql(db, "SET maintenance_work_mem = '1GB'; CREATE INDEX IF NOT EXISTS alerts_keys_idx ON alerts "
-             "USING gin (alerts_keys(organisation_id, id, attribute_values)); ANALYZE alerts")
-    print(f"bench: tenant-keys index built in {time.time() - t0:.0f} s", flush=True)
+    psql(db, "DROP EXTENSION IF EXISTS alerts CASCADE; CREATE EXTENSION alerts")
+    for t in tables:
+        # The trigger and the tenant-keys index depend on the extension's
+        # functions and went with it: rebuild them (1.5 min for 5M rows).
+        t0 = time.time()
+        psql(db, f"CREATE TRIGGER alerts_bloom BEFORE INSERT OR UPDATE ON {t} "
+                 "FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger(); "
+                 f"SET maintenance_work_mem = '1GB'; CREATE INDEX IF NOT EXISTS {t}_keys_idx ON {t} "
+                 f"USING gin (alerts_keys(organisation_id, id, attribute_values)); ANALYZE {t}")
+        print(f"bench: {t}: tenant-keys index built in {time.time() - t0:.0f} s", flush=True)
 
 
 def value(db, org, attr, cls):
@@ -111,7 +157,7 @@ def key(db, org, attr):
     return psql(db, f"SELECT bench_key({lit(org)}, {lit(attr)})")[0][0]
 
 
-def scenarios(db, size):
+def scenarios(db, size, table):
     orgs = {r[0]: r[1] for r in psql(db, "SELECT role, org FROM bench_orgs WHERE role <> 'other'")}
     out = []
 
@@ -126,7 +172,7 @@ def scenarios(db, size):
         return f, clauses
 
     sel = [("50%", 0), ("1%", 1), ("0.05%", 2), ("0.005%", 3), ("none", "none")]
-    base = dict(page=1, window="30d", limit=50, priority=False)
+    base = dict(page=1, window="30d", limit=50, priority=False, table=table)
     for role in ("large", "medium", "small"):
         for label, c in sel:
             f, cl = filt(orgs[role], [("team", [c])])
@@ -192,7 +238,8 @@ def method_sql(m, s, db):
     since = "now() - interval '30 days'" if s["window"] == "30d" else "'-infinity'::timestamptz"
     cursor = f" AND id < {lit(s['cursor'])}" if s.get("cursor") else ""
     prio = " AND priority_id IN (1, 2)" if s["priority"] else ""
-    head = (f"SELECT * FROM alerts WHERE organisation_id = {lit(s['org'])} "
+    t = s["table"]
+    head = (f"SELECT * FROM {t} WHERE organisation_id = {lit(s['org'])} "
             f"AND id >= alerts_ulid_floor({since}){cursor}{prio}")
     tail = f" ORDER BY id DESC LIMIT {s['limit']}"
     if m in ("gin", "gin_all"):
@@ -202,7 +249,7 @@ def method_sql(m, s, db):
     if m == "rum":
         cur = f" AND created_at < {lit(s['cursor_ts'])}" if s.get("cursor_ts") else ""
         win = " AND created_at >= now() - interval '30 days'" if s["window"] == "30d" else ""
-        return (f"SELECT * FROM alerts WHERE {tags_expr(s['clauses'])} AND organisation_id = {lit(s['org'])}"
+        return (f"SELECT * FROM {t} WHERE {tags_expr(s['clauses'])} AND organisation_id = {lit(s['org'])}"
                 f"{win}{cur}{prio} ORDER BY created_at <=| now() LIMIT {s['limit']}")
     if m == "sql_bloom":
         conds = []
@@ -215,18 +262,18 @@ def method_sql(m, s, db):
         return (f"{head} AND alerts_bloom_match(attribute_values_bitmap, {f}) "
                 f"AND alerts_attrs_match(attribute_values, {f}){tail}")
     if m == "ext_ios":
-        inner = (f"SELECT id FROM alerts WHERE organisation_id = {lit(s['org'])} "
+        inner = (f"SELECT id FROM {t} WHERE organisation_id = {lit(s['org'])} "
                  f"AND id >= alerts_ulid_floor({since}){cursor} "
                  f"AND alerts_bloom_match(attribute_values_bitmap, {f}) ORDER BY id DESC")
         return (f"SELECT a.* FROM ({inner}) c CROSS JOIN LATERAL "
-                f"(SELECT * FROM alerts a WHERE a.id = c.id AND alerts_attrs_match(a.attribute_values, {f}){prio}) a "
+                f"(SELECT * FROM {t} a WHERE a.id = c.id AND alerts_attrs_match(a.attribute_values, {f}){prio}) a "
                 f"ORDER BY c.id DESC LIMIT {s['limit']}")
     if m in ("search", "search_cold"):
         if s["priority"]:
             return None  # alerts_search has no column filters
         since_arg = "now() - interval '30 days'" if s["window"] == "30d" else "'-infinity'"
         before = lit(s["cursor"]) if s.get("cursor") else "NULL"
-        return (f"SELECT * FROM alerts_search(NULL::alerts, {lit(s['org'])}, {f}, {since_arg}, {before}, "
+        return (f"SELECT * FROM alerts_search(NULL::{t}, {lit(s['org'])}, {f}, {since_arg}, {before}, "
                 f"{s['limit']})")
     raise ValueError(m)
 
@@ -252,7 +299,7 @@ def oracle(db, s):
     """Ids of the exact answer, and cursors for page 20."""
     since = "now() - interval '30 days'" if s["window"] == "30d" else "'-infinity'::timestamptz"
     prio = " AND priority_id IN (1, 2)" if s["priority"] else ""
-    rows = psql(db, f"SELECT id, created_at FROM alerts WHERE organisation_id = {lit(s['org'])} "
+    rows = psql(db, f"SELECT id, created_at FROM {s['table']} WHERE organisation_id = {lit(s['org'])} "
                     f"AND id >= alerts_ulid_floor({since}){prio} AND {exact_expr(s['clauses'])} ORDER BY id DESC")
     return rows
 
@@ -374,6 +421,17 @@ def sizes(db):
     return out
 
 
+def layout_sizes(db, table):
+    """Each index of the partitioned table, summed over its partitions."""
+    rows = psql(db, f"""
+        SELECT i.relname, (SELECT sum(pg_relation_size(p.relid)) FROM pg_partition_tree(i.oid) p)
+        FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+        WHERE x.indrelid = {lit(table)}::regclass ORDER BY 1""")
+    out = {table: int(psql(db, f"SELECT sum(pg_relation_size(relid)) FROM pg_partition_tree({lit(table)})")[0][0])}
+    out.update({r[0]: int(r[1]) for r in rows})
+    return out
+
+
 # --- output -----------------------------------------------------------------------
 
 def svg_chart(results, path):
@@ -424,7 +482,10 @@ def main():
     ap.add_argument("--transactions", type=int, default=None,
                     help="pgbench -t per read cell instead of -T (default 30 for smoke)")
     ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--layout", choices=LAYOUTS, default="plain",
+                    help="plain table, or the same rows in 13 monthly partitions (by created_at or by id); "
+                         "partitioned layouts run GIN, the index-only walk and alerts_search, no write path")
+    ap.add_argument("--methods", default=None)
     ap.add_argument("--only", default="", help="substring filter on scenario names")
     ap.add_argument("--skip-write", action="store_true", help="skip the write-path benchmark")
     args = ap.parse_args()
@@ -432,13 +493,18 @@ def main():
     if args.transactions is None and args.size == "smoke" and args.seconds is None:
         args.transactions = 30
     wseconds = int(args.write_seconds or (2 if args.size == "smoke" else 10))
-    outdir = args.out or ROOT / "benches/results" / args.size
+    layout = LAYOUTS[args.layout]
+    table = layout["table"] if layout else "alerts"
+    outdir = args.out or ROOT / "benches/results" / (args.size + ("" if not layout else "-" + args.layout))
     outdir.mkdir(parents=True, exist_ok=True)
     db = f"alerts_bench_{args.size}"
     anchor = time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime())
     anchor = build(db, args.size, anchor)
-    refresh_extension(db)
-    methods = args.methods.split(",")
+    if layout:
+        build_layout(db, args.layout, anchor)
+        args.skip_write = True
+    refresh_extension(db, ["alerts"] + ([table] if layout else []))
+    methods = (args.methods or ",".join(LAYOUT_METHODS if layout else METHODS)).split(",")
     unavailable = {}
     if "rum" in methods and not has_rum():
         methods.remove("rum")
@@ -447,7 +513,7 @@ def main():
     os.chmod(work, 0o777)
 
     results, failures = [], []
-    for s in scenarios(db, args.size):
+    for s in scenarios(db, args.size, table):
         if args.only and args.only not in s["name"]:
             continue
         want = oracle(db, s)
@@ -483,10 +549,10 @@ def main():
         r["ratio_p95_to_gin"] = r["p95"] / g["p95"] if g and g["p95"] else float("nan")
 
     writes = [] if args.skip_write else write_bench(db, wseconds, work)
-    sz = sizes(db)
+    sz = sizes(db) if not layout else layout_sizes(db, table)
     shutil.rmtree(work, ignore_errors=True)
 
-    meta = dict(size=args.size, anchor=anchor, seconds_per_cell=seconds, transactions_per_cell=args.transactions,
+    meta = dict(size=args.size, layout=args.layout, anchor=anchor, seconds_per_cell=seconds, transactions_per_cell=args.transactions,
                 cpu=os.cpu_count(),
                 postgres=psql(db, "SHOW server_version")[0][0], unavailable=unavailable,
                 shared_buffers=psql(db, "SHOW shared_buffers")[0][0])
@@ -530,7 +596,9 @@ def goal_table(results, scen):
 
 
 def write_table(results, writes, sz, meta, path):
-    lines = [f"Size `{meta['size']}`, PostgreSQL {meta['postgres']}, {meta['cpu']} cores, shared_buffers "
+    where = {"plain": "", "by-created": ", the same rows in 13 monthly partitions by created_at",
+             "by-id": ", the same rows in 13 monthly partitions by id (ULID month bounds)"}[meta.get("layout", "plain")]
+    lines = [f"Size `{meta['size']}`{where}, PostgreSQL {meta['postgres']}, {meta['cpu']} cores, shared_buffers "
              f"{meta['shared_buffers']}, pgbench "
              + (f"-t {meta['transactions_per_cell']}" if meta.get("transactions_per_cell") else f"-T {meta['seconds_per_cell']}")
              + " per cell, 1 client, -M prepared. "
@@ -539,12 +607,14 @@ def write_table(results, writes, sz, meta, path):
     for r in results:
         if r["scenario"] not in scen:
             scen.append(r["scenario"])
-    lines.append("| scenario | matches | " + " | ".join(LABELS[m] for m in METHODS) + " |")
-    lines.append("|---|---|" + "---|" * len(METHODS))
+    # the methods this run measured, and those the server lacks (shown n/a)
+    cols = [m for m in METHODS if any(r["method"] == m for r in results) or m in meta.get("unavailable", {})]
+    lines.append("| scenario | matches | " + " | ".join(LABELS[m] for m in cols) + " |")
+    lines.append("|---|---|" + "---|" * len(cols))
     for s in scen:
         cells = []
         matches = ""
-        for m in METHODS:
+        for m in cols:
             r = next((r for r in results if r["scenario"] == s and r["method"] == m and r["mode"] == "prepared"), None)
             if r:
                 matches = r["matches"]
@@ -555,19 +625,33 @@ def write_table(results, writes, sz, meta, path):
     for m, why in meta.get("unavailable", {}).items():
         lines += ["", f"{LABELS[m]}: n/a, {why}."]
     lines += ["", goal_table(results, scen)]
+    if meta.get("layout", "plain") != "plain":
+        lines += ["", "p50 / p95 / p99 (ms), -M prepared:", "",
+                  "| scenario | " + " | ".join(LABELS[m] for m in cols if m not in meta.get("unavailable", {}))
+                  + " |"]
+        shown = [m for m in cols if m not in meta.get("unavailable", {})]
+        lines.append("|---|" + "---|" * len(shown))
+        for sc in scen:
+            cells = []
+            for m in shown:
+                r = next((r for r in results if r["scenario"] == sc and r["method"] == m and r["mode"] == "prepared"),
+                         None)
+                cells.append(f"{r['p50']:.2f} / {r['p95']:.2f} / {r['p99']:.2f}" if r else "-")
+            lines.append(f"| {sc} | " + " | ".join(cells) + " |")
     simple = [r for r in results if r["mode"] == "simple"]
     if simple:
         lines += ["", "Same core scenarios with -M simple (p95 ms):", ""]
-        lines.append("| scenario | " + " | ".join(LABELS[m] for m in METHODS) + " |")
-        lines.append("|---|" + "---|" * len(METHODS))
+        lines.append("| scenario | " + " | ".join(LABELS[m] for m in cols) + " |")
+        lines.append("|---|" + "---|" * len(cols))
         for s in [x for x in scen if any(r["scenario"] == x for r in simple)]:
             cells = []
-            for m in METHODS:
+            for m in cols:
                 r = next((r for r in simple if r["scenario"] == s and r["method"] == m), None)
                 cells.append(f"{r['p95']:.2f}" if r else "-")
             lines.append(f"| {s} | " + " | ".join(cells) + " |")
-    lines += ["", "Write path (INSERT of one alert, -M prepared):", "",
-              "| variant | clients | rows/s | p95 ms | ratio to no bitmap |", "|---|---|---|---|---|"]
+    if writes:
+        lines += ["", "Write path (INSERT of one alert, -M prepared):", "",
+                  "| variant | clients | rows/s | p95 ms | ratio to no bitmap |", "|---|---|---|---|---|"]
     for w in writes:
         lines.append(f"| {w['variant']} | {w['clients']} | {w['tps']:.0f} | {w['p95']:.3f} | {w['ratio_to_no_bitmap']:.2f} |")
     lines += ["", "Sizes:", "", "| relation | size |", "|---|---|"]
