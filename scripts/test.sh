@@ -17,11 +17,19 @@ QUICK=${ALERTS_QUICK:-0}
 
 ALERTS_PGS="$VERSIONS" bash scripts/setup.sh
 passed=0; failed=0
+# Each step's output also goes to target/steps/NN.log; a failed step's name
+# and the tail of its log are repeated in target/test-failures.txt and at the
+# end of the run, where a truncated CI log still shows them.
+mkdir -p target/steps; rm -f target/steps/*.log target/test-failures.txt
 step() {  # step NAME COMMAND...: runs a step, counts it, keeps going
   local name=$1; shift
+  local log; log=target/steps/$(printf %02d $((passed + failed + 1))).log
   echo "=== $name"
-  if "$@"; then passed=$((passed + 1)); echo "--- ok: $name"
-  else failed=$((failed + 1)); echo "--- FAILED: $name"; fi
+  if "$@" 2>&1 | tee "$log"; then passed=$((passed + 1)); echo "--- ok: $name"
+  else
+    failed=$((failed + 1)); echo "--- FAILED: $name"
+    { echo "--- FAILED: $name (last 40 lines of its output)"; tail -40 "$log"; } >> target/test-failures.txt
+  fi
 }
 started=$SECONDS
 
@@ -79,5 +87,6 @@ done
 
 echo
 echo "tests: PostgreSQL $VERSIONS in $((SECONDS - started)) s"
+[ -s target/test-failures.txt ] && cat target/test-failures.txt
 echo "tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
