@@ -438,3 +438,17 @@ END
 $$;
 COMMENT ON FUNCTION alerts_backfill_finish(alerts_backfill_state) IS
     'Internal: checks every row''s bitmap after alerts_enable / alerts_rebuild and suggests the fast-path index.';
+
+-- Citus: the page as one array, for a routed call to the node of the tenant's shard
+CREATE FUNCTION alerts_search_page(
+    rel anyelement,
+    organisation_id text,
+    filter jsonb,
+    since timestamptz DEFAULT now() - interval '30 days',
+    before_id text DEFAULT NULL,
+    page_size integer DEFAULT 50
+) RETURNS anyarray
+    AS 'MODULE_PATHNAME', 'alerts_search_page'
+    LANGUAGE c STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION alerts_search_page(anyelement, text, jsonb, timestamptz, text, integer) IS
+    'The page of alerts_search as one array of the table''s rows: what a Citus node sends back for a routed call on a distributed table. Use alerts_search.';

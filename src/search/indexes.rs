@@ -24,6 +24,17 @@ unsafe extern "C-unwind" fn relcache_changed(_arg: Datum, _relid: Oid) {
     RELCACHE_EPOCH.with(|e| e.set(e.get().wrapping_add(1)));
 }
 
+/// The current relcache epoch (registering the callback on first use).
+pub fn relcache_epoch() -> u64 {
+    if !CALLBACK_REGISTERED.with(|r| r.replace(true)) {
+        // SAFETY: registering a callback that only bumps a counter.
+        unsafe {
+            pg_sys::CacheRegisterRelcacheCallback(Some(relcache_changed), Datum::from(0usize))
+        };
+    }
+    RELCACHE_EPOCH.with(|e| e.get())
+}
+
 /// The indexes of a table that `alerts_search` uses.
 #[derive(Clone, Copy)]
 pub struct Indexes {
@@ -42,21 +53,21 @@ pub struct IndexCache {
 }
 
 impl IndexCache {
-    /// Prepares the catalog statement (and registers the relcache callback
-    /// once per session).
+    /// Prepares the catalog statement.
     ///
     /// # Safety
     /// SPI must be connected.
     pub unsafe fn prepare() -> IndexCache {
         // SAFETY: SPI is connected by the caller.
         unsafe {
-            if !CALLBACK_REGISTERED.with(|r| r.replace(true)) {
-                pg_sys::CacheRegisterRelcacheCallback(Some(relcache_changed), Datum::from(0usize));
-            }
+            relcache_epoch();
             // Which indexes serve the call: GIN on the attributes, GIN on
             // the tenant keys, and a btree led by (organisation_id, id) that
             // the walk needs (a partitioned table's counts once every
             // partition has one: then it is valid). Views are not checked.
+            // The access method is read from the first column's operator
+            // class, not from the index's pg_class row: Citus hides its
+            // shards' pg_class rows from client sessions on a worker.
             let plan = prepare(
                 "SELECT coalesce(bool_or(am.amname = 'gin' AND k0.attname = 'attribute_values'), false),
                         coalesce(bool_or(am.amname = 'gin' AND pg_catalog.pg_get_expr(i.indexprs, i.indrelid)
@@ -64,8 +75,8 @@ impl IndexCache {
                         coalesce(bool_or(am.amname = 'btree' AND k0.attname = 'organisation_id' AND k1.attname = 'id'), false)
                           OR (SELECT r.relkind NOT IN ('r', 'p') FROM pg_catalog.pg_class r WHERE r.oid = $1)
                  FROM pg_catalog.pg_index i
-                 JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
-                 JOIN pg_catalog.pg_am am ON am.oid = ic.relam
+                 JOIN pg_catalog.pg_opclass oc ON oc.oid = i.indclass[0]
+                 JOIN pg_catalog.pg_am am ON am.oid = oc.opcmethod
                  LEFT JOIN pg_catalog.pg_attribute k0 ON k0.attrelid = i.indrelid AND k0.attnum = i.indkey[0]
                  LEFT JOIN pg_catalog.pg_attribute k1 ON k1.attrelid = i.indrelid AND k1.attnum = i.indkey[1]
                                                       AND i.indnkeyatts >= 2
@@ -82,7 +93,7 @@ impl IndexCache {
     /// # Safety
     /// SPI must be connected.
     pub unsafe fn get(&mut self, relid: Oid) -> Indexes {
-        let epoch = RELCACHE_EPOCH.with(|e| e.get());
+        let epoch = relcache_epoch();
         if let Some((known, at)) = self.known {
             if at == epoch {
                 return known;

@@ -11,10 +11,16 @@
 //! - `probe.rs`: the walk's per-entry bloom test and what it counts;
 //! - `rare.rs`: the tenant-keys, GIN and unbounded-walk paths;
 //! - `routes.rs`: the session's memory of filters found rare;
+//! - `citus.rs`: Citus distributed tables (the tenant's shard, or one
+//!   routed statement to the node that has it);
 //! - `spi.rs`: SPI helpers and the page being built.
+//!
+//! `alerts_search_page` is the same search returning the page as one array:
+//! what a node sends back for a routed call.
 //!
 //! Every row returned passed `alerts_attrs_match`.
 
+mod citus;
 mod indexes;
 mod probe;
 mod rare;
@@ -33,19 +39,24 @@ use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::PgSqlErrorCode;
 
 use crate::datum::{error, text_datum};
-use spi::{cstr_owned, Page};
+use spi::{cstr_owned, execute_nullable, first_value, Page};
 
 crate::finfo_v1!(pg_finfo_alerts_search);
+crate::finfo_v1!(pg_finfo_alerts_search_page);
 
-/// What one table keeps for the session: its statements and route memory.
+/// What one table read by searches keeps for the session: its statements
+/// and route memory.
 struct Table {
     statements: statements::Statements,
     routes: routes::Routes,
 }
 
 thread_local! {
-    /// Backends are single-threaded; the tables live for the session.
+    /// Backends are single-threaded; the tables live for the session. Keyed
+    /// by the relation read (the table, or a Citus shard of it).
     static TABLES: RefCell<HashMap<Oid, Table>> = RefCell::new(HashMap::new());
+    /// Whether each searched table is a Citus distributed table.
+    static CITUS: RefCell<HashMap<Oid, citus::CitusCache>> = RefCell::new(HashMap::new());
 }
 
 /// One call's arguments, checked, and what the table offers for its filter.
@@ -64,14 +75,27 @@ pub struct Call<'a> {
     pub jsonpath: Option<String>,
 }
 
+/// The SQL arguments of a search, checked.
+struct Args<'a> {
+    /// The table (from the first argument's row type) and its row type.
+    relid: Oid,
+    rowtype: Oid,
+    org: Datum,
+    filter: Datum,
+    compiled: &'a Filter,
+    since: Datum,
+    floor: Datum,
+    before: Option<Datum>,
+    page_size: i32,
+}
+
 /// # Safety
 /// Called by Postgres through the V1 convention as a set-returning function.
 #[unsafe(no_mangle)]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
     crate::datum::enter("alerts_search");
-    // SAFETY: we check the call context before using it; argument datums are
-    // read only where they are not null.
+    // SAFETY: we check the call context before using it.
     unsafe {
         let rsinfo = (*fcinfo).resultinfo as *mut pg_sys::ReturnSetInfo;
         if rsinfo.is_null()
@@ -84,6 +108,47 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                 "SELECT * FROM alerts_search(NULL::alerts, $1, $2)",
             );
         }
+        let args = checked_args(fcinfo);
+        // The result lives in the query's memory, in the table's row type.
+        let per_query = (*(*rsinfo).econtext).ecxt_per_query_memory;
+        let old = pg_sys::MemoryContextSwitchTo(per_query);
+        let store = pg_sys::tuplestore_begin_heap(true, false, pg_sys::work_mem);
+        let desc = pg_sys::lookup_rowtype_tupdesc_copy(args.rowtype, -1);
+        pg_sys::MemoryContextSwitchTo(old);
+
+        let mut page = Page::store(store, args.page_size as i64);
+        fill(fcinfo, &args, &mut page);
+
+        (*rsinfo).returnMode = pg_sys::SetFunctionReturnMode::SFRM_Materialize;
+        (*rsinfo).setResult = store;
+        (*rsinfo).setDesc = desc;
+        (*fcinfo).isnull = true;
+        Datum::from(0usize)
+    }
+}
+
+/// `alerts_search_page(...) RETURNS anyarray`: the same page as one array of
+/// the table's rows.
+///
+/// # Safety
+/// Called by Postgres through the V1 convention.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn alerts_search_page(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    crate::datum::enter("alerts_search_page");
+    // SAFETY: the arguments are checked before use.
+    unsafe {
+        let args = checked_args(fcinfo);
+        let mut page = Page::array(args.page_size as i64);
+        fill(fcinfo, &args, &mut page);
+        page.into_array(args.rowtype)
+    }
+}
+
+/// Reads and checks the arguments (ERROR on a wrong one).
+unsafe fn checked_args<'a>(fcinfo: pg_sys::FunctionCallInfo) -> Args<'a> {
+    // SAFETY: argument datums are read only where they are not null.
+    unsafe {
         let flinfo = (*fcinfo).flinfo;
         let rowtype = pg_sys::get_fn_expr_argtype(flinfo, 0);
         let relid = if rowtype == pg_sys::InvalidOid {
@@ -128,14 +193,26 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
             )
         });
         let floor = text_datum(std::str::from_utf8(&ulid::floor(floor_ms)).expect("ascii"));
+        Args {
+            relid,
+            rowtype,
+            org,
+            filter,
+            compiled,
+            since,
+            floor,
+            before: arg(4),
+            page_size,
+        }
+    }
+}
 
-        // The result lives in the query's memory, in the table's row type.
-        let per_query = (*(*rsinfo).econtext).ecxt_per_query_memory;
-        let old = pg_sys::MemoryContextSwitchTo(per_query);
-        let store = pg_sys::tuplestore_begin_heap(true, false, pg_sys::work_mem);
-        let desc = pg_sys::lookup_rowtype_tupdesc_copy(rowtype, -1);
-        pg_sys::MemoryContextSwitchTo(old);
-
+/// Fills the page: from the table, from the tenant's Citus shard on this
+/// node, or by one routed statement to the node that has the shard.
+unsafe fn fill(fcinfo: pg_sys::FunctionCallInfo, args: &Args, page: &mut Page) {
+    // SAFETY: SPI is connected here and finished before returning; the
+    // argument datums are live for the call.
+    unsafe {
         // Our statements resolve operators and functions with a fixed
         // search_path, whatever the caller's: as a function's `SET
         // search_path` clause would, restored at the end of the call (or by
@@ -149,24 +226,61 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                 "report this as a bug",
             );
         }
+        let ext_schema = || {
+            cstr_owned(pg_sys::get_namespace_name(pg_sys::get_func_namespace(
+                (*(*fcinfo).flinfo).fn_oid,
+            )))
+        };
+        let relid = args.relid;
+        let target = CITUS.with(|c| {
+            let mut c = c.borrow_mut();
+            let cache = c.entry(relid).or_default();
+            match cache.target(relid, args.org, &ext_schema) {
+                citus::Target::Remote => {
+                    let tt = execute_nullable(
+                        cache.routed(),
+                        &[
+                            Some(args.org),
+                            Some(args.filter),
+                            Some(args.since),
+                            args.before,
+                            Some(Datum::from(args.page_size)),
+                        ],
+                    );
+                    if let Some(array) = first_value(tt) {
+                        page.add_array(array, args.rowtype);
+                    }
+                    None
+                }
+                citus::Target::Shard(shard) => Some(shard),
+                citus::Target::Plain => Some(relid),
+            }
+        });
+        if let Some(source) = target {
+            search(source, args, &ext_schema, page);
+        }
+        pg_sys::SPI_finish();
+        pg_sys::AtEOXact_GUC(true, guc_level);
+    }
+}
+
+/// The search proper, reading relation `source` (the table or its shard).
+unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page: &mut Page) {
+    // SAFETY: SPI is connected by the caller; the datums are live.
+    unsafe {
         TABLES.with(|tables| {
             let mut tables = tables.borrow_mut();
-            let table = tables.entry(relid).or_insert_with(|| {
+            let table = tables.entry(source).or_insert_with(|| Table {
                 // Only when a table's statements are first prepared.
-                let ext_schema = cstr_owned(pg_sys::get_namespace_name(
-                    pg_sys::get_func_namespace((*flinfo).fn_oid),
-                ));
-                Table {
-                    statements: statements::Statements::prepare(relid, &ext_schema),
-                    routes: routes::Routes::default(),
-                }
+                statements: statements::Statements::prepare(source, args.relid, &ext_schema()),
+                routes: routes::Routes::default(),
             });
             // The rare paths: the tenant-keys index if the table has one,
             // else a GIN index on the attributes when the filter has a form
             // it answers (not `{}`, which every row matches).
-            let indexes = table.statements.indexes.get(relid);
+            let indexes = table.statements.indexes.get(source);
             if !indexes.page {
-                let name = cstr_owned(pg_sys::get_rel_name(relid));
+                let name = cstr_owned(pg_sys::get_rel_name(args.relid));
                 error(
                     PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                     format!(
@@ -178,32 +292,24 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
                     ),
                 );
             }
+            let compiled = args.compiled;
             let jsonpath = compiled.gin_jsonpath();
             let call = Call {
-                org,
-                filter,
+                org: args.org,
+                filter: args.filter,
                 compiled,
-                floor,
+                floor: args.floor,
                 // '8' sorts after every ULID; rows with other ids at or
                 // after it are read first, by `above`, on a first page.
-                before: arg(4).unwrap_or_else(|| text_datum("8")),
-                first_page: arg(4).is_none(),
+                before: args.before.unwrap_or_else(|| text_datum("8")),
+                first_page: args.before.is_none(),
                 paths: RarePaths {
                     keys: indexes.keys && !compiled.is_empty(),
                     gin: indexes.gin && jsonpath.is_some(),
                 },
                 jsonpath,
             };
-            let mut page = Page::new(store, page_size as i64);
-            walk::fill(&mut table.statements, &mut table.routes, &call, &mut page);
+            walk::fill(&mut table.statements, &mut table.routes, &call, page);
         });
-        pg_sys::SPI_finish();
-        pg_sys::AtEOXact_GUC(true, guc_level);
-
-        (*rsinfo).returnMode = pg_sys::SetFunctionReturnMode::SFRM_Materialize;
-        (*rsinfo).setResult = store;
-        (*rsinfo).setDesc = desc;
-        (*fcinfo).isnull = true;
-        Datum::from(0usize)
     }
 }

@@ -141,10 +141,52 @@ pub fn text_of(bytes: &[u8]) -> Datum {
     }
 }
 
-/// The page being built: a tuplestore in the table's row type, and how many
-/// rows it still needs.
+/// Runs a prepared statement read-only, as [`execute`], with NULL where an
+/// argument is None.
+///
+/// # Safety
+/// As [`execute`].
+pub unsafe fn execute_nullable(
+    plan: pg_sys::SPIPlanPtr,
+    args: &[Option<Datum>],
+) -> *mut pg_sys::SPITupleTable {
+    let values: Vec<Datum> = args
+        .iter()
+        .map(|a| a.unwrap_or(Datum::from(0usize)))
+        .collect();
+    let nulls: Vec<std::ffi::c_char> = args
+        .iter()
+        .map(|a| if a.is_some() { b' ' } else { b'n' } as std::ffi::c_char)
+        .collect();
+    // SAFETY: SPI is connected; args match the plan's parameter types.
+    unsafe {
+        let rc =
+            pg_sys::SPI_execute_plan(plan, values.as_ptr() as *mut Datum, nulls.as_ptr(), true, 0);
+        if rc != pg_sys::SPI_OK_SELECT as i32 {
+            error(
+                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                format!(
+                    "alerts_search: query failed: {}",
+                    cstr_owned(pg_sys::SPI_result_code_string(rc))
+                ),
+                "report this as a bug",
+            );
+        }
+        pg_sys::SPI_tuptable
+    }
+}
+
+/// Where a page's rows go: the tuplestore `alerts_search` returns, or the
+/// array `alerts_search_page` returns (values copied out of SPI's memory).
+enum Sink {
+    Store(*mut pg_sys::Tuplestorestate),
+    Array(Vec<Datum>),
+}
+
+/// The page being built, in the table's row type, and how many rows it
+/// still needs.
 pub struct Page {
-    store: *mut pg_sys::Tuplestorestate,
+    sink: Sink,
     /// Rows asked for.
     size: i64,
     /// Rows still to find.
@@ -152,9 +194,19 @@ pub struct Page {
 }
 
 impl Page {
-    pub fn new(store: *mut pg_sys::Tuplestorestate, size: i64) -> Page {
+    /// A page returned as the rows of a tuplestore.
+    pub fn store(store: *mut pg_sys::Tuplestorestate, size: i64) -> Page {
         Page {
-            store,
+            sink: Sink::Store(store),
+            size,
+            want: size,
+        }
+    }
+
+    /// A page returned as an array (see [`Page::into_array`]).
+    pub fn array(size: i64) -> Page {
+        Page {
+            sink: Sink::Array(Vec::new()),
             size,
             want: size,
         }
@@ -166,6 +218,31 @@ impl Page {
 
     pub fn is_full(&self) -> bool {
         self.want <= 0
+    }
+
+    /// Appends one row (a non-NULL composite datum of the table's row type).
+    ///
+    /// # Safety
+    /// `d` must be a live composite datum of the page's row type; SPI is
+    /// connected.
+    unsafe fn push(&mut self, d: Datum) {
+        // SAFETY: as the caller's.
+        unsafe {
+            match &mut self.sink {
+                Sink::Store(store) => {
+                    let td = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as pg_sys::HeapTupleHeader;
+                    let mut tmp = pg_sys::HeapTupleData {
+                        t_len: pgrx::varsize_any(td as *const pg_sys::varlena) as u32,
+                        t_data: td,
+                        ..Default::default()
+                    };
+                    pg_sys::tuplestore_puttuple(*store, &mut tmp);
+                }
+                // into the memory of the caller of SPI_connect
+                Sink::Array(rows) => rows.push(pg_sys::SPI_datumTransfer(d, false, -1)),
+            }
+        }
+        self.want -= 1;
     }
 
     /// Appends the non-NULL values of column 1 (the table's row type) of a
@@ -180,26 +257,76 @@ impl Page {
         // SAFETY: tt is a live SPI result table whose column 1 is the row type.
         unsafe {
             for i in 0..rows(tt) as usize {
-                if copied >= self.want {
+                if self.is_full() {
                     break;
                 }
-                let tuple = *(*tt).vals.add(i);
                 let mut isnull = false;
-                let d = pg_sys::SPI_getbinval(tuple, (*tt).tupdesc, 1, &mut isnull);
-                if isnull {
-                    continue;
+                let d = pg_sys::SPI_getbinval(*(*tt).vals.add(i), (*tt).tupdesc, 1, &mut isnull);
+                if !isnull {
+                    self.push(d);
+                    copied += 1;
                 }
-                let td = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as pg_sys::HeapTupleHeader;
-                let mut tmp = pg_sys::HeapTupleData {
-                    t_len: pgrx::varsize_any(td as *const pg_sys::varlena) as u32,
-                    t_data: td,
-                    ..Default::default()
-                };
-                pg_sys::tuplestore_puttuple(self.store, &mut tmp);
-                copied += 1;
             }
         }
-        self.want -= copied;
         copied
+    }
+
+    /// Appends the rows of an array of the table's row type (a page that
+    /// another node built), at most as many as the page still wants.
+    ///
+    /// # Safety
+    /// `array` must be a live array datum whose elements are of type
+    /// `rowtype`; SPI is connected.
+    pub unsafe fn add_array(&mut self, array: Datum, rowtype: Oid) {
+        // SAFETY: as the caller's; deconstruct_array fills the out-arguments.
+        unsafe {
+            let a = pg_sys::pg_detoast_datum(array.cast_mut_ptr()) as *mut pg_sys::ArrayType;
+            let (mut elems, mut nulls, mut n) = (std::ptr::null_mut(), std::ptr::null_mut(), 0);
+            pg_sys::deconstruct_array(
+                a,
+                rowtype,
+                -1,
+                false,
+                pg_sys::TYPALIGN_DOUBLE as _,
+                &mut elems,
+                &mut nulls,
+                &mut n,
+            );
+            for i in 0..n as usize {
+                if self.is_full() {
+                    break;
+                }
+                if !*nulls.add(i) {
+                    self.push(*elems.add(i));
+                }
+            }
+        }
+    }
+
+    /// The page as an array of `rowtype`, built in the current memory
+    /// context (call after `SPI_finish`).
+    ///
+    /// # Safety
+    /// `rowtype` is the row type of the page's rows.
+    pub unsafe fn into_array(self, rowtype: Oid) -> Datum {
+        let Sink::Array(rows) = self.sink else {
+            unreachable!("into_array is called on array pages")
+        };
+        // SAFETY: the rows are live composite datums of `rowtype`.
+        unsafe {
+            let a = if rows.is_empty() {
+                pg_sys::construct_empty_array(rowtype)
+            } else {
+                pg_sys::construct_array(
+                    rows.as_ptr() as *mut Datum,
+                    rows.len() as i32,
+                    rowtype,
+                    -1,
+                    false,
+                    pg_sys::TYPALIGN_DOUBLE as _,
+                )
+            };
+            Datum::from(a)
+        }
     }
 }

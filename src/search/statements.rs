@@ -48,25 +48,28 @@ pub struct Statements {
     keys: HashMap<usize, pg_sys::SPIPlanPtr>,
     table: String,
     schema: String,
+    /// The row returned, from alias `a` of the table read.
+    row: String,
 }
 
 impl Statements {
-    /// Prepares the statements of table `relid`; `ext_schema` is the
-    /// extension's schema, which qualifies its functions.
+    /// Prepares the statements that read table `relid` and return rows of
+    /// table `rows_of` (the same table, or the distributed table whose shard
+    /// `relid` is); `ext_schema` is the extension's schema, which qualifies
+    /// its functions.
     ///
     /// # Safety
-    /// SPI must be connected and `relid` a valid relation.
-    pub unsafe fn prepare(relid: Oid, ext_schema: &str) -> Statements {
-        // SAFETY: the caller guarantees a valid relation and connected SPI.
+    /// SPI must be connected and both relations valid.
+    pub unsafe fn prepare(relid: Oid, rows_of: Oid, ext_schema: &str) -> Statements {
+        // SAFETY: the caller guarantees valid relations and connected SPI.
         unsafe {
-            let t = format!(
-                "{}.{}",
-                quoted(&cstr_owned(pg_sys::get_namespace_name(
-                    pg_sys::get_rel_namespace(relid)
-                ))),
-                quoted(&cstr_owned(pg_sys::get_rel_name(relid)))
-            );
+            let t = qualified(relid);
             let s = quoted(ext_schema);
+            let row = if relid == rows_of {
+                "a".to_string()
+            } else {
+                row_as(rows_of)
+            };
             // The window, plus a redundant row comparison on
             // (organisation_id, id) that only an index led by both columns
             // can use: with plain `c.id` bounds alone, generic plans on
@@ -80,7 +83,7 @@ impl Statements {
             let window = "c.id >= $2 AND c.id < $3 AND (c.organisation_id, c.id) < ($1, $3)";
             // The exact check of a candidate, reading its row from the heap.
             let recheck = format!(
-                "CROSS JOIN LATERAL (SELECT a AS r FROM {t} a
+                "CROSS JOIN LATERAL (SELECT {row} AS r FROM {t} a
                                      WHERE a.id = k.id AND {s}.alerts_attrs_match(a.attribute_values, $4)) x"
             );
             let probe = format!("{s}.alerts_search_probe(c.id, c.attribute_values_bitmap, $4)");
@@ -109,7 +112,7 @@ impl Statements {
                                       WHERE c.organisation_id = $1 AND c.id >= $2 AND c.id >= '8'
                                         AND {s}.alerts_search_probe(c.id, c.attribute_values_bitmap, $3)
                                       ORDER BY c.id DESC) k
-                     CROSS JOIN LATERAL (SELECT a AS r FROM {t} a
+                     CROSS JOIN LATERAL (SELECT {row} AS r FROM {t} a
                                          WHERE a.id = k.id AND {s}.alerts_attrs_match(a.attribute_values, $3)) x
                      ORDER BY k.id DESC LIMIT $4"
                 ),
@@ -136,7 +139,7 @@ impl Statements {
             // once a walk has shown the filter to be rare.
             let gin = prepare_generic(
                 &format!(
-                    "SELECT a AS r FROM {t} a
+                    "SELECT {row} AS r FROM {t} a
                      WHERE a.attribute_values @@ $6 AND {}
                      ORDER BY a.id DESC LIMIT $5",
                     unindexed_window(&s)
@@ -163,6 +166,7 @@ impl Statements {
                 keys: HashMap::new(),
                 table: t,
                 schema: s,
+                row,
             }
         }
     }
@@ -178,7 +182,7 @@ impl Statements {
         if let Some(p) = self.keys.get(&n) {
             return *p;
         }
-        let (t, s) = (&self.table, &self.schema);
+        let (t, s, row) = (&self.table, &self.schema, &self.row);
         let pred: Vec<String> = (0..n)
             .map(|i| {
                 format!(
@@ -193,7 +197,7 @@ impl Statements {
         let plan = unsafe {
             prepare_generic(
                 &format!(
-                    "SELECT a AS r FROM {t} a WHERE {} AND {} ORDER BY a.id DESC LIMIT $5",
+                    "SELECT {row} AS r FROM {t} a WHERE {} AND {} ORDER BY a.id DESC LIMIT $5",
                     pred.join(" AND "),
                     unindexed_window(s)
                 ),
@@ -223,6 +227,45 @@ impl Statements {
                 &[org, floor, cursor, Datum::from(entries)],
             ))
         }
+    }
+}
+
+/// A relation's schema-qualified, quoted name.
+///
+/// # Safety
+/// `relid` must be a valid relation.
+pub unsafe fn qualified(relid: Oid) -> String {
+    // SAFETY: as the caller's.
+    unsafe {
+        format!(
+            "{}.{}",
+            quoted(&cstr_owned(pg_sys::get_namespace_name(
+                pg_sys::get_rel_namespace(relid)
+            ))),
+            quoted(&cstr_owned(pg_sys::get_rel_name(relid)))
+        )
+    }
+}
+
+/// A row of table `rows_of` built from the same-named columns of alias `a`
+/// (a Citus shard has its table's columns, but not its row type, and
+/// perhaps not its dropped columns).
+///
+/// # Safety
+/// SPI must be connected; `rows_of` must be a valid relation.
+unsafe fn row_as(rows_of: Oid) -> String {
+    // SAFETY: as the caller's; the statement returns one non-null text.
+    unsafe {
+        let plan = prepare(
+            "SELECT pg_catalog.string_agg(pg_catalog.format('a.%I', attname), ', ' ORDER BY attnum)
+             FROM pg_catalog.pg_attribute WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped",
+            &[pg_sys::OIDOID],
+        );
+        let columns =
+            first_value(execute(plan, &[Datum::from(rows_of)])).expect("a table has columns");
+        pg_sys::SPI_freeplan(plan);
+        let columns = String::from_utf8_lossy(crate::datum::varlena_bytes(columns)).into_owned();
+        format!("ROW({columns})::{}", qualified(rows_of))
     }
 }
 

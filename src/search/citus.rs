@@ -1,0 +1,183 @@
+//! Citus distributed tables. A table hash-distributed by `organisation_id`
+//! keeps each tenant in one shard, an ordinary table on one node. A call
+//! there:
+//! - on the node holding the tenant's shard (a worker, reached by the
+//!   routed statement below or by a delegated call) walks the shard itself,
+//!   as a plain table, with no Citus planning per statement;
+//! - anywhere else (the coordinator) sends one routed statement that runs
+//!   `alerts_search_page` on that node and brings the page back as one
+//!   array: one round trip per call, whatever the walk does there.
+//!
+//! Whether a table is distributed is read from Citus' catalog once per
+//! relcache epoch (distributing a table invalidates its relcache entry).
+
+use pgrx::pg_sys::{self, Datum, Oid};
+use pgrx::PgSqlErrorCode;
+
+use super::indexes::relcache_epoch;
+use super::spi::{cstr_owned, execute, prepare, quoted, rows};
+use crate::datum::error;
+
+/// Where a call reads its rows.
+pub enum Target {
+    /// The table itself (not distributed, or Citus not installed).
+    Plain,
+    /// The tenant's shard, on this node.
+    Shard(Oid),
+    /// The tenant's shard is on another node: route the call there.
+    Remote,
+}
+
+/// A distributed table's statements.
+struct Distributed {
+    /// `$1` table, `$2` tenant: the shard's relation if this node has it.
+    shard: pg_sys::SPIPlanPtr,
+    /// The routed call (see `remote_page`).
+    routed: pg_sys::SPIPlanPtr,
+}
+
+/// What one table is, per relcache epoch.
+#[derive(Default)]
+pub struct CitusCache {
+    known: Option<(u64, Option<Distributed>)>,
+}
+
+impl CitusCache {
+    /// Where the call for tenant `org` of table `relid` reads.
+    ///
+    /// # Safety
+    /// SPI must be connected; `org` is a live text datum.
+    pub unsafe fn target(
+        &mut self,
+        relid: Oid,
+        org: Datum,
+        ext_schema: &dyn Fn() -> String,
+    ) -> Target {
+        let epoch = relcache_epoch();
+        // SAFETY: as the caller's.
+        unsafe {
+            if !matches!(self.known, Some((at, _)) if at == epoch) {
+                self.known = Some((epoch, distributed(relid, &ext_schema())));
+            }
+            let Some((_, Some(d))) = &self.known else {
+                return Target::Plain;
+            };
+            let tt = execute(d.shard, &[Datum::from(relid), org]);
+            let mut isnull = true;
+            let shard = pg_sys::SPI_getbinval(*(*tt).vals, (*tt).tupdesc, 1, &mut isnull);
+            if isnull {
+                Target::Remote
+            } else {
+                Target::Shard(Oid::from(shard.value() as u32))
+            }
+        }
+    }
+
+    /// The routed statement of a distributed table: `$1` tenant, `$2`
+    /// filter, `$3` since, `$4` cursor, `$5` page size.
+    pub fn routed(&self) -> pg_sys::SPIPlanPtr {
+        match &self.known {
+            Some((_, Some(d))) => d.routed,
+            _ => unreachable!("routed() is called only for a distributed table"),
+        }
+    }
+}
+
+/// The statements of `relid` if it is a Citus table `alerts_search` can
+/// serve; None if it is not a Citus table; an ERROR for other Citus tables.
+unsafe fn distributed(relid: Oid, ext_schema: &str) -> Option<Distributed> {
+    // SAFETY: SPI is connected by the caller.
+    unsafe {
+        let citus = execute(
+            prepare_once(
+                "SELECT pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL",
+                &[],
+            ),
+            &[],
+        );
+        let mut isnull = true;
+        if pg_sys::SPI_getbinval(*(*citus).vals, (*citus).tupdesc, 1, &mut isnull).value() == 0 {
+            return None;
+        }
+        // Citus is installed: statements naming its catalog can be planned.
+        let tt = execute(
+            prepare_once(
+                "SELECT p.partmethod::text, coalesce(pg_catalog.column_to_column_name(p.logicalrelid, p.partkey), '')
+                 FROM pg_catalog.pg_dist_partition p WHERE p.logicalrelid = $1",
+                &[pg_sys::OIDOID],
+            ),
+            &[Datum::from(relid)],
+        );
+        if rows(tt) == 0 {
+            return None;
+        }
+        let text = |n: i32| {
+            let p = pg_sys::SPI_getvalue(*(*tt).vals, (*tt).tupdesc, n);
+            if p.is_null() {
+                String::new()
+            } else {
+                cstr_owned(p)
+            }
+        };
+        let (method, column) = (text(1), text(2));
+        let name = cstr_owned(pg_sys::get_rel_name(relid));
+        if method != "h" || column != "organisation_id" {
+            let what = match method.as_str() {
+                "h" => format!("hash-distributed by {column}"),
+                "n" if column.is_empty() => "a reference or single-shard table".into(),
+                "a" => "append-distributed".into(),
+                "r" => "range-distributed".into(),
+                _ => format!("a Citus table of distribution method '{method}'"),
+            };
+            error(
+                PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                format!("alerts_search: table {name} is {what}; alerts_search serves Citus tables hash-distributed by organisation_id"),
+                &format!(
+                    "distribute it by the tenant: SELECT create_distributed_table('{}', 'organisation_id')",
+                    name.replace('\'', "''")
+                ),
+            );
+        }
+        let t = format!(
+            "{}.{}",
+            quoted(&cstr_owned(pg_sys::get_namespace_name(
+                pg_sys::get_rel_namespace(relid)
+            ))),
+            quoted(&name)
+        );
+        let s = quoted(ext_schema);
+        Some(Distributed {
+            // The shard's relation when this node holds a placement of it.
+            shard: prepare(
+                "SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p
+                                          WHERE p.shardid = s.id
+                                            AND p.groupid = (SELECT groupid FROM pg_catalog.pg_dist_local_group))
+                        THEN pg_catalog.to_regclass(pg_catalog.shard_name($1, s.id, false))::pg_catalog.oid END
+                 FROM (SELECT pg_catalog.get_shard_id_for_distribution_column($1, $2) AS id) s",
+                &[pg_sys::REGCLASSOID, pg_sys::TEXTOID],
+            ),
+            // A router query: Citus sends it whole to the node of the
+            // tenant's shard, where alerts_search_page finds the shard local.
+            // No row when the tenant has none: the page is empty.
+            routed: prepare(
+                &format!(
+                    "SELECT {s}.alerts_search_page(NULL::{t}, $1, $2, $3, $4, $5)
+                     FROM {t} a WHERE a.organisation_id = $1 LIMIT 1"
+                ),
+                &[pg_sys::TEXTOID, pg_sys::JSONBOID, pg_sys::TIMESTAMPTZOID, pg_sys::TEXTOID, pg_sys::INT4OID],
+            ),
+        })
+    }
+}
+
+/// A catalog statement planned for this use only (the check runs once per
+/// relcache epoch, not per call).
+unsafe fn prepare_once(sql: &str, types: &[Oid]) -> pg_sys::SPIPlanPtr {
+    let c = std::ffi::CString::new(sql).expect("no NUL in SQL");
+    // SAFETY: SPI is connected by the caller; the plan lives until SPI_finish.
+    unsafe {
+        let plan = pg_sys::SPI_prepare(c.as_ptr(), types.len() as i32, types.as_ptr() as *mut Oid);
+        assert!(!plan.is_null(), "catalog statement failed to prepare");
+        plan
+    }
+}

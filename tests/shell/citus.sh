@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# Scale-out: a Citus cluster (coordinator + 2 workers, scripts/citus.sh) with
+# the alerts table hash-distributed by organisation_id, tenants on both
+# workers. Through the coordinator, as users call it: alerts_search is exact
+# (200 filters x page sizes x cursors against the exact filter, routed to
+# the tenant's shard) with the walk alone, with GIN, with the tenant-keys
+# index; each call is one routed statement; called on a worker it reads the
+# local shard; COPY through the coordinator; a join with a reference table;
+# tables it cannot serve are refused with a clear error.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export ALERTS_PG=15
+source scripts/pg.sh
+pg_require
+db=alerts_citus_test
+bash scripts/citus.sh start "$db" >/dev/null
+C=${ALERTS_CITUS_PORT:-5450}; W1=$((C + 1)); W2=$((C + 2))
+at() { local port=$1; shift; psql -X -q -v ON_ERROR_STOP=1 -At -h /tmp -p "$port" -U postgres -d "$db" "$@"; }
+fail() { echo "FAIL: $*"; exit 1; }
+
+at "$C" >/dev/null <<'SQL'
+SET client_min_messages = warning;
+DROP TABLE IF EXISTS alerts, alerts_ref, alerts_append, sources CASCADE;
+CREATE TABLE alerts (
+    id text COLLATE "C" NOT NULL,
+    organisation_id text COLLATE "C" NOT NULL,
+    created_at timestamptz NOT NULL,
+    source_id int NOT NULL,
+    attribute_values jsonb NOT NULL DEFAULT '{}',
+    PRIMARY KEY (organisation_id, id)
+);
+SELECT create_distributed_table('alerts', 'organisation_id');
+-- 40,000 rows, 8 tenants of skewed sizes, skewed values, arrays, 5% heavy
+-- rows (bloom false positives the recheck must drop)
+SELECT setseed(0.77);
+INSERT INTO alerts (id, organisation_id, created_at, source_id, attribute_values)
+SELECT alerts_ulid(ts), 'org' || (floor(power(random(), 2) * 8))::int, ts, 1 + g % 5,
+       jsonb_build_object('team', 't' || floor(power(random(), 3) * 30)::int,
+                          'service', 's' || floor(random() * 100)::int,
+                          'env', CASE WHEN random() < 0.7 THEN 'prod' ELSE 'staging' END,
+                          'sev', 1 + floor(random() * 5)::int,
+                          'feature', jsonb_build_array('f' || floor(random() * 20)::int, 'f' || floor(random() * 20)::int))
+       || CASE WHEN random() < 0.001 THEN '{"rare": "needle"}'::jsonb ELSE '{}'::jsonb END
+       || CASE WHEN random() < 0.05 THEN (SELECT jsonb_object_agg('tag' || i, 'v' || floor(random() * 1000)::int)
+                                          FROM generate_series(1, 60 + g % 1) i) ELSE '{}'::jsonb END
+FROM (SELECT g, timestamptz '2026-11-01' - random() * interval '200 days' AS ts FROM generate_series(1, 40000) g) s;
+SQL
+
+echo "citus: enabling through the coordinator (generated column) and indexing the shards"
+at "$C" -c "SET client_min_messages = warning" -c "CALL alerts_enable('alerts', form => 'generated')"
+at "$C" -c "SELECT alerts_index_command('alerts')" | while read -r stmt; do at "$C" -c "$stmt"; done
+at "$C" -c "VACUUM ANALYZE alerts"
+wrong=$(at "$C" -c "SELECT count(*) FROM alerts WHERE attribute_values_bitmap IS DISTINCT FROM alerts_bloom(attribute_values)")
+[ "$wrong" = 0 ] || fail "$wrong rows with a wrong bitmap after alerts_enable"
+stats=$(at "$C" -c "SELECT rows || ' ' || rows_without_bitmap || ' ' || stale_bitmaps FROM alerts_bloom_stats('alerts')")
+[ "$stats" = "40000 0 0" ] || fail "alerts_bloom_stats on the coordinator: $stats (want 40000 rows, 0 missing, 0 stale)"
+nodes=$(at "$C" -c "SELECT count(DISTINCT p.nodeport) FROM (SELECT DISTINCT organisation_id FROM alerts) o,
+                    pg_dist_shard_placement p WHERE p.shardid = get_shard_id_for_distribution_column('alerts', o.organisation_id)")
+[ "$nodes" = 2 ] || fail "the tenants are on $nodes worker(s), want both"
+page_idx=$(at "$W1" -c "SET citus.override_table_visibility = off" -c "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+                        WHERE c.relname LIKE 'alerts\_1%' AND pg_get_indexdef(i.indexrelid) LIKE '%INCLUDE (attribute_values_bitmap)%'")
+[ "$page_idx" -gt 0 ] || fail "worker 1's shards have no INCLUDE pagination index"
+echo "  40000 rows, bitmaps correct, tenants on both workers, pagination index on the shards ($page_idx on worker 1)"
+
+# The differential: the 200 filters page by page for every tenant against
+# the exact filter (Postgres' containment, routed to the tenant's shard).
+at "$C" >/dev/null <<'SQL'
+SET client_min_messages = warning;
+DROP TABLE IF EXISTS filters;
+CREATE TABLE filters (n int PRIMARY KEY, f jsonb, since timestamptz);
+SELECT setseed(0.31);
+INSERT INTO filters
+SELECT n, CASE n % 10
+            WHEN 0 THEN '{"rare": "needle"}'
+            WHEN 1 THEN jsonb_build_object('team', 'nope' || n)
+            WHEN 2 THEN jsonb_build_object('service', jsonb_build_array('s' || floor(random() * 100)::int, 's' || floor(random() * 100)::int))
+            WHEN 3 THEN '{}'
+            WHEN 4 THEN jsonb_build_object('feature', 'f' || floor(random() * 20)::int, 'env', 'staging')
+            WHEN 5 THEN jsonb_build_object('team', jsonb_build_array('t0', 't' || floor(random() * 30)::int), 'sev', 1 + n % 5)
+            WHEN 6 THEN jsonb_build_object('team', 't' || floor(power(random(), 3) * 30)::int, 'service', 's' || floor(random() * 100)::int)
+            WHEN 7 THEN jsonb_build_object('tag' || (1 + n % 60), 'v' || floor(random() * 1000)::int)
+            WHEN 8 THEN jsonb_build_object('env', 'prod')
+            ELSE jsonb_build_object('team', 't' || floor(power(random(), 3) * 30)::int) END,
+       CASE n % 3 WHEN 0 THEN '-infinity' ELSE timestamptz '2026-11-01' - (20 + random() * 150) * interval '1 day' END
+FROM generate_series(1, 200) n;
+CREATE OR REPLACE FUNCTION citus_differential(max_pages int)
+RETURNS TABLE (filters bigint, pages bigint, mismatched_pages bigint) LANGUAGE plpgsql AS $$
+DECLARE
+    r record; o text; oracle text[]; page text[]; cursor_id text; n int; size int;
+    total_pages bigint := 0; bad bigint := 0; checked bigint := 0;
+BEGIN
+    FOR o IN SELECT DISTINCT organisation_id FROM alerts ORDER BY 1 LOOP
+        FOR r IN SELECT * FROM filters fl WHERE fl.n % 8 = substr(o, 4)::int % 8 OR fl.n % 4 = 0 ORDER BY fl.n LOOP
+            size := (ARRAY[50, 1, 7, 500])[1 + r.n % 4];
+            -- the exact answer: jsonb containment, one alternative at a time
+            EXECUTE format('SELECT coalesce(array_agg(id ORDER BY id DESC), ''{}'') FROM alerts
+                            WHERE organisation_id = %L AND id >= %L AND (%s)', o, alerts_ulid_floor(r.since),
+                           (SELECT coalesce(string_agg('(' || (
+                                SELECT coalesce(string_agg(format('attribute_values @> %L OR attribute_values @> %L',
+                                       jsonb_build_object(c.key, alt), jsonb_build_object(c.key, jsonb_build_array(alt))), ' OR '), 'false')
+                                FROM jsonb_array_elements(CASE jsonb_typeof(c.value) WHEN 'array' THEN c.value
+                                                               ELSE jsonb_build_array(c.value) END) alt) || ')', ' AND '), 'true')
+                            FROM jsonb_each(r.f) c))
+                INTO oracle;
+            cursor_id := NULL; n := 0;
+            LOOP
+                SELECT coalesce(array_agg(s.id ORDER BY s.ordinality), '{}') INTO page
+                FROM alerts_search(NULL::alerts, o, r.f, r.since, cursor_id, size) WITH ORDINALITY s;
+                IF page IS DISTINCT FROM coalesce(oracle[n * size + 1 : n * size + size], '{}') THEN
+                    bad := bad + 1;
+                END IF;
+                n := n + 1;
+                EXIT WHEN cardinality(page) < size OR n >= max_pages;
+                cursor_id := page[size];
+            END LOOP;
+            total_pages := total_pages + n; checked := checked + 1;
+        END LOOP;
+    END LOOP;
+    RETURN QUERY SELECT checked, total_pages, bad;
+END $$;
+SQL
+differential() {  # LABEL
+  local out; out=$(at "$C" -c "SELECT filters || ' ' || pages || ' ' || mismatched_pages FROM citus_differential(6)")
+  read -r nf np nbad <<<"$out"
+  [ "$nbad" = 0 ] || fail "$1: $nbad of $np pages differ from the exact filter"
+  [ "$np" -gt 500 ] || fail "$1: only $np pages checked"
+  echo "  $1: $nf tenant x filter pairs, $np pages, all equal to the exact filter"
+}
+echo "citus: alerts_search through the coordinator, exact"
+differential "walk only"
+at "$C" -c "CREATE INDEX alerts_gin ON alerts USING gin (attribute_values jsonb_path_ops)"
+differential "with GIN"
+at "$C" -c "CREATE INDEX alerts_keys_idx ON alerts USING gin (alerts_keys(organisation_id, id, attribute_values))"
+differential "with GIN and the tenant-keys index"
+
+# One routed statement per call: Citus logs every command it sends to a
+# worker; a call sends one, whatever the walk does on the worker.
+echo "citus: one round trip per call"
+remote=$(at "$C" <<'SQL' 2>&1 | grep -c "alerts_search_page" || true
+SET citus.log_remote_commands = on;
+SET client_min_messages = log;
+SELECT count(*) FROM alerts_search(NULL::alerts, 'org1', '{"env": "prod"}');
+SQL
+)
+[ "$remote" = 1 ] || fail "a call sent $remote statements with alerts_search_page to the workers, want 1"
+echo "  a call on the coordinator sends one statement (alerts_search_page) to the tenant's worker"
+
+# On a worker: tenants whose shard it holds are read from the local shard;
+# the others are routed on from there. Both equal the coordinator's pages.
+echo "citus: alerts_search called on a worker"
+vals=$(at "$C" -c "SELECT string_agg(format('(%s, %L::jsonb, %L::timestamptz)', n, f, since), ', ') FROM filters WHERE n <= 40")
+pages_sql="SELECT md5(string_agg(s.id, ',' ORDER BY o.org, f.n, s.id DESC))
+FROM (VALUES ('org0'), ('org1'), ('org2'), ('org3'), ('org4'), ('org5'), ('org6'), ('org7')) o(org), (VALUES $vals) f(n, f, since),
+     LATERAL alerts_search(NULL::alerts, o.org, f.f, f.since, NULL, 30) s"
+want=$(at "$C" -c "$pages_sql")
+for w in "$W1" "$W2"; do
+  [ "$(at "$w" -c "$pages_sql")" = "$want" ] || fail "worker $w: pages differ from the coordinator's"
+done
+local_calls=$(at "$W1" -c "SELECT count(*) FROM (VALUES ('org0'), ('org1'), ('org2'), ('org3'), ('org4'), ('org5'), ('org6'), ('org7')) o(org)
+                           WHERE EXISTS (SELECT 1 FROM pg_dist_placement p WHERE p.shardid = get_shard_id_for_distribution_column('alerts', o.org)
+                                           AND p.groupid = (SELECT groupid FROM pg_dist_local_group))")
+[ "$local_calls" -gt 0 ] && [ "$local_calls" -lt 8 ] || fail "worker $W1 holds $local_calls of the 8 tenants' shards"
+# on the worker: a tenant of a local shard sends nothing on, another one
+# statement (to the worker that has it)
+sent() {  # TENANT: statements the call on worker 1 sends to other nodes
+  at "$W1" -c "SET citus.log_remote_commands = on" -c "SET client_min_messages = log" \
+    -c "SELECT count(*) FROM alerts_search(NULL::alerts, '$1', '{\"env\": \"prod\"}')" 2>&1 | grep -c "alerts_search_page" || true
+}
+mine=$(at "$W1" -c "SELECT o FROM unnest(ARRAY['org0','org1','org2','org3','org4','org5','org6','org7']) o
+                    WHERE EXISTS (SELECT 1 FROM pg_dist_placement p WHERE p.shardid = get_shard_id_for_distribution_column('alerts', o)
+                                    AND p.groupid = (SELECT groupid FROM pg_dist_local_group)) LIMIT 1")
+theirs=$(at "$W1" -c "SELECT o FROM unnest(ARRAY['org0','org1','org2','org3','org4','org5','org6','org7']) o
+                      WHERE NOT EXISTS (SELECT 1 FROM pg_dist_placement p WHERE p.shardid = get_shard_id_for_distribution_column('alerts', o)
+                                          AND p.groupid = (SELECT groupid FROM pg_dist_local_group)) LIMIT 1")
+[ "$(sent "$mine")" = 0 ] || fail "worker $W1: a call for $mine (local shard) sent statements to other nodes"
+[ "$(sent "$theirs")" = 1 ] || fail "worker $W1: a call for $theirs (shard elsewhere) did not send one statement"
+echo "  both workers give the coordinator's pages for every tenant: from the local shard (no statement sent) or routed on (one)"
+
+# COPY through the coordinator: bitmaps computed on the shards, pages exact.
+echo "citus: COPY through the coordinator"
+at "$C" -c "COPY (SELECT alerts_ulid(timestamptz '2026-11-02' + g * interval '1 second'), 'org' || g % 8, timestamptz '2026-11-02', 1,
+                    jsonb_build_object('team', 'copied', 'n', g) FROM generate_series(1, 2000) g) TO STDOUT" \
+  | at "$C" -c "COPY alerts (id, organisation_id, created_at, source_id, attribute_values) FROM STDIN"
+copied=$(at "$C" -c "SELECT count(*) FROM alerts WHERE attribute_values @> '{\"team\": \"copied\"}' AND attribute_values_bitmap = alerts_bloom(attribute_values)")
+[ "$copied" = 2000 ] || fail "COPY: $copied of 2000 rows with a right bitmap"
+got=$(at "$C" -c "SELECT count(*) FROM alerts_search(NULL::alerts, 'org3', '{\"team\": \"copied\"}', '-infinity', NULL, 1000)")
+[ "$got" = 250 ] || fail "COPY: alerts_search found $got of org3's 250 copied rows"
+echo "  2000 rows copied, bitmaps right, found by alerts_search"
+
+# What users do with a page: join it with a reference table of sources.
+echo "citus: a page joined with a reference table"
+at "$C" >/dev/null <<'SQL'
+CREATE TABLE sources (id int PRIMARY KEY, name text NOT NULL);
+SELECT create_reference_table('sources');
+INSERT INTO sources SELECT g, 'source ' || g FROM generate_series(1, 5) g;
+SQL
+joined=$(at "$C" -c "SELECT count(*) || ' ' || count(s.name) FROM alerts_search(NULL::alerts, 'org2', '{\"env\": \"prod\"}', '-infinity', NULL, 50) p
+                     JOIN sources s ON s.id = p.source_id")
+[ "$joined" = "50 50" ] || fail "join with a reference table: $joined"
+joined=$(at "$C" -c "WITH page AS (SELECT * FROM alerts_search(NULL::alerts, 'org2', '{\"env\": \"prod\"}', '-infinity', NULL, 50))
+                     SELECT count(*) FROM page p LEFT JOIN sources s ON s.id = p.source_id WHERE s.name IS NOT NULL")
+[ "$joined" = 50 ] || fail "join in a CTE with a reference table: $joined"
+echo "  50 rows joined with their source, in FROM and through a CTE"
+
+# Tables alerts_search cannot serve: a clear error naming them.
+echo "citus: tables it cannot serve"
+at "$C" >/dev/null <<'SQL'
+SET client_min_messages = warning;
+CREATE TABLE alerts_ref (LIKE alerts INCLUDING ALL);
+SELECT create_reference_table('alerts_ref');
+SQL
+err=$(at "$C" -c "SELECT * FROM alerts_search(NULL::alerts_ref, 'org1', '{}')" 2>&1 || true)
+echo "$err" | grep -q "alerts_ref is a reference or single-shard table; alerts_search serves Citus tables hash-distributed by organisation_id" \
+  || fail "reference table: $err"
+at "$C" >/dev/null <<'SQL'
+SET client_min_messages = warning;
+CREATE TABLE alerts_by_source (LIKE alerts INCLUDING DEFAULTS);
+SELECT create_distributed_table('alerts_by_source', 'source_id');
+SQL
+err=$(at "$C" -c "SELECT * FROM alerts_search(NULL::alerts_by_source, 'org1', '{}')" 2>&1 || true)
+echo "$err" | grep -q "alerts_by_source is hash-distributed by source_id" || fail "distributed by another column: $err"
+echo "  reference table and a table distributed by another column: refused with the supported layout"
+at "$C" -c "SET client_min_messages = warning; DROP TABLE alerts_ref, alerts_by_source"
+echo "citus: ok"
