@@ -5,7 +5,9 @@
 -- 0.3.0: the library was reorganised and builds for PostgreSQL 15, 16 and
 -- 18; the procedures and checks accept partitioned tables (the backfill
 -- walks every leaf partition; alerts_index_command returns one statement
--- per row).
+-- per row), and Citus tables (alerts_search reads the tenant's shard or
+-- routes one statement to it through alerts_search_page; the backfill runs
+-- on every shard placement).
 \echo Use "ALTER EXTENSION alerts UPDATE TO '0.3.0'" to load this file. \quit
 
 ALTER TYPE alerts_backfill_state
@@ -13,7 +15,8 @@ ALTER TYPE alerts_backfill_state
     ADD ATTRIBUTE leaf_blocks bigint[],
     ADD ATTRIBUTE leaf_batches bigint[],
     ADD ATTRIBUTE leaf integer,
-    ADD ATTRIBUTE done_blocks bigint;
+    ADD ATTRIBUTE done_blocks bigint,
+    ADD ATTRIBUTE citus boolean;
 
 -- text -> SETOF text
 DROP FUNCTION alerts_index_command(regclass, name);
@@ -52,6 +55,37 @@ AS $$
 $$;
 COMMENT ON FUNCTION alerts_index_command(regclass, name) IS
     'The statements that create the fast-path index: the pagination index (organisation_id, id DESC) with the bitmap INCLUDEd, so alerts_search and filtered pages walk it index-only. One CREATE INDEX CONCURRENTLY for a table; for a partitioned table, an index ON ONLY each partitioned table, one built concurrently on each leaf partition and ALTER INDEX ... ATTACH PARTITION for each. Run them with \gexec: SELECT alerts_index_command(''alerts'') \gexec';
+
+
+CREATE FUNCTION alerts_search_page(
+    rel anyelement,
+    organisation_id text,
+    filter jsonb,
+    since timestamptz DEFAULT now() - interval '30 days',
+    before_id text DEFAULT NULL,
+    page_size integer DEFAULT 50
+) RETURNS anyarray
+    AS 'MODULE_PATHNAME', 'alerts_search_page'
+    LANGUAGE c STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION alerts_search_page(anyelement, text, jsonb, timestamptz, text, integer) IS
+    'The page of alerts_search as one array of the table''s rows: what a Citus node sends back for a routed call on a distributed table. Use alerts_search.';
+
+
+CREATE FUNCTION alerts_citus_table(rel regclass) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    found boolean := false;
+BEGIN
+    IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        EXECUTE 'SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition WHERE logicalrelid = $1)' INTO found USING rel;
+    END IF;
+    RETURN found;
+END
+$$;
+COMMENT ON FUNCTION alerts_citus_table(regclass) IS
+    'Internal: whether rel is a Citus table (distributed or reference), whose rows the backfill reaches through its shard placements.';
 
 
 CREATE OR REPLACE PROCEDURE alerts_disable(
@@ -128,6 +162,12 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value', HINT = 'the default, 1000 ms, keeps writers waiting at most a second per attempt';
     END IF;
     bitmap_generated := @extschema@.alerts_check_columns('alerts_enable', rel, attrs_column, bitmap_column);
+    IF form = 'trigger' AND coalesce(bitmap_generated, '') <> 's' AND @extschema@.alerts_citus_table(rel)
+       AND coalesce(current_setting('citus.enable_unsafe_triggers', true), 'off') <> 'on' THEN
+        RAISE EXCEPTION 'alerts_enable: % is a Citus table, where Citus creates triggers only with citus.enable_unsafe_triggers on', rel
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = format('CALL alerts_enable(%L, form => ''generated'') computes the bitmap on the shards with no setting; or SET citus.enable_unsafe_triggers = on and CALL again (safe for this trigger: it reads and writes only the row being written)', rel::text);
+    END IF;
     IF NOT pg_has_role((SELECT relowner FROM pg_class WHERE oid = rel), 'USAGE') THEN
         RAISE EXCEPTION 'alerts_enable: must be owner of table %', rel
             USING ERRCODE = 'insufficient_privilege',
@@ -300,6 +340,22 @@ BEGIN
     st.generated := generated; st.only_missing := only_missing; st.caller := caller;
     st.leaves := '{}'; st.leaf_blocks := '{}'; st.leaf_batches := '{}';
     st.leaf := 1; st.next_block := 0; st.done_blocks := 0; st.total_blocks := 0;
+    st.citus := @extschema@.alerts_citus_table(rel);
+    IF st.citus THEN
+        -- The rows are in the shard placements. Their sizes are read by the
+        -- first step, after the DDL is committed: Citus reads them over
+        -- connections of their own, which would wait for this transaction's
+        -- locks on the shards. batch_blocks carries batch_rows until then.
+        st.leaves := ARRAY[rel]; st.leaf_blocks := ARRAY[NULL::bigint]; st.leaf_batches := ARRAY[NULL::bigint];
+        st.batch_blocks := batch_rows;
+        st.rows_estimate := 0;
+        st.rows_updated := 0;
+        st.started := clock_timestamp();
+        st.last_report := st.started;
+        st.total_blocks := NULL;
+        st.finished := false;
+        RETURN st;
+    END IF;
     -- pg_partition_tree has no row for a table that is not partitioned
     FOR leaf IN SELECT coalesce(t.relid, rel) FROM (SELECT) one LEFT JOIN pg_partition_tree(rel) t ON true
                 WHERE t.isleaf IS NOT FALSE ORDER BY t.level, t.relid LOOP
@@ -350,8 +406,55 @@ DECLARE
     done bigint;
     done_rows bigint;
     rate double precision;
+    ok boolean;
+    failure text;
+    placements bigint;
+    blocks_sum bigint;
+    tuples double precision;
 BEGIN
-    IF EXISTS (SELECT 1 FROM pg_class WHERE oid = leaf) THEN
+    IF st.citus AND st.total_blocks IS NULL THEN
+        -- The first step on a Citus table: the batches walk the same block
+        -- range of every placement at once, up to the largest one, with
+        -- about batch_rows rows over all of them.
+        EXECUTE $q$SELECT coalesce(max(split_part(result, ' ', 1)::bigint), 0), coalesce(sum(split_part(result, ' ', 1)::bigint), 0),
+                          coalesce(sum(split_part(result, ' ', 2)::double precision), 0), count(*), bool_and(success)
+                   FROM run_command_on_placements($1, $c$SELECT (pg_relation_size('%1$s') / current_setting('block_size')::bigint)
+                                                               || ' ' || greatest(reltuples, 0) FROM pg_class WHERE oid = '%1$s'::regclass$c$)$q$
+            INTO leaf_end, blocks_sum, tuples, placements, ok USING st.rel;
+        IF NOT ok THEN
+            RAISE EXCEPTION '%: could not read the size of every shard of %', st.caller, st.rel
+                USING ERRCODE = 'connection_failure', HINT = 'check that every worker is up (SELECT * FROM citus_check_cluster_node_health()), then CALL again';
+        END IF;
+        IF tuples = 0 AND blocks_sum > 0 THEN  -- never analyzed: count
+            EXECUTE format('SELECT count(*) FROM %s', st.rel) INTO tuples;
+        END IF;
+        st.leaf_blocks := ARRAY[leaf_end];
+        st.leaf_batches := ARRAY[greatest(1, ceil(st.batch_blocks / greatest(tuples / greatest(blocks_sum, 1), 1)
+                                                  / greatest(placements, 1)))::bigint];
+        st.batch_blocks := st.leaf_batches[1];
+        st.total_blocks := leaf_end;
+        st.rows_estimate := round(tuples)::bigint;
+        st.finished := leaf_end = 0;
+        RETURN st;
+    END IF;
+    IF st.citus THEN
+        -- every placement's rows of the block range, in one command per
+        -- placement (run_command_on_placements puts its name for %s)
+        EXECUTE $q$SELECT coalesce(sum(result::bigint) FILTER (WHERE success), 0), bool_and(success),
+                          min(result) FILTER (WHERE NOT success)
+                   FROM run_command_on_placements($1, $2)$q$
+            INTO n, ok, failure
+            USING st.rel, format('WITH u AS (UPDATE %%s SET %s WHERE ctid >= %L::tid AND ctid < %L::tid AND %s RETURNING 1) SELECT count(*) FROM u',
+                CASE WHEN st.generated THEN format('%1$I = %1$I', st.attrs_column)
+                     ELSE format('%I = @extschema@.alerts_bloom(%I)', st.bitmap_column, st.attrs_column) END,
+                format('(%s,0)', st.next_block), format('(%s,0)', hi),
+                CASE WHEN st.only_missing THEN format('%I IS NULL AND %I IS NOT NULL', st.bitmap_column, st.attrs_column)
+                     ELSE format('%I IS DISTINCT FROM @extschema@.alerts_bloom(%I)', st.bitmap_column, st.attrs_column) END);
+        IF NOT ok THEN
+            RAISE EXCEPTION '%: a batch failed on a shard of %: %', st.caller, st.rel, failure
+                USING ERRCODE = 'external_routine_exception', HINT = 'fix the cause and CALL again: the batches done are kept';
+        END IF;
+    ELSIF EXISTS (SELECT 1 FROM pg_class WHERE oid = leaf) THEN
         EXECUTE format('UPDATE %s SET %s WHERE ctid >= $1::tid AND ctid < $2::tid AND %s',
             leaf,
             CASE WHEN st.generated THEN format('%1$I = %1$I', st.attrs_column)
@@ -438,17 +541,3 @@ END
 $$;
 COMMENT ON FUNCTION alerts_backfill_finish(alerts_backfill_state) IS
     'Internal: checks every row''s bitmap after alerts_enable / alerts_rebuild and suggests the fast-path index.';
-
--- Citus: the page as one array, for a routed call to the node of the tenant's shard
-CREATE FUNCTION alerts_search_page(
-    rel anyelement,
-    organisation_id text,
-    filter jsonb,
-    since timestamptz DEFAULT now() - interval '30 days',
-    before_id text DEFAULT NULL,
-    page_size integer DEFAULT 50
-) RETURNS anyarray
-    AS 'MODULE_PATHNAME', 'alerts_search_page'
-    LANGUAGE c STABLE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION alerts_search_page(anyelement, text, jsonb, timestamptz, text, integer) IS
-    'The page of alerts_search as one array of the table''s rows: what a Citus node sends back for a routed call on a distributed table. Use alerts_search.';

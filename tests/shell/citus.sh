@@ -20,7 +20,10 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 at "$C" >/dev/null <<'SQL'
 SET client_min_messages = warning;
-DROP TABLE IF EXISTS alerts, alerts_ref, alerts_append, sources CASCADE;
+DROP TABLE IF EXISTS alerts, alerts_ref, alerts_by_source, alerts_tr, sources CASCADE;
+-- the definitions of the library installed now, on every node
+DROP EXTENSION IF EXISTS alerts CASCADE;
+CREATE EXTENSION alerts;
 CREATE TABLE alerts (
     id text COLLATE "C" NOT NULL,
     organisation_id text COLLATE "C" NOT NULL,
@@ -202,6 +205,47 @@ joined=$(at "$C" -c "WITH page AS (SELECT * FROM alerts_search(NULL::alerts, 'or
 [ "$joined" = 50 ] || fail "join in a CTE with a reference table: $joined"
 echo "  50 rows joined with their source, in FROM and through a CTE"
 
+# The trigger form: refused without the setting Citus asks for, then
+# enabled with it (the backfill batches run on every shard placement), kept
+# current on writes through the coordinator, rebuilt, disabled.
+echo "citus: the trigger form (alerts_enable, alerts_rebuild, alerts_disable)"
+at "$C" >/dev/null <<'SQL'
+SET client_min_messages = warning;
+DROP TABLE IF EXISTS alerts_tr;
+CREATE TABLE alerts_tr (id text COLLATE "C" NOT NULL, organisation_id text COLLATE "C" NOT NULL,
+                        attribute_values jsonb NOT NULL, PRIMARY KEY (organisation_id, id));
+SELECT create_distributed_table('alerts_tr', 'organisation_id');
+INSERT INTO alerts_tr SELECT alerts_ulid(timestamptz '2026-10-01' + g * interval '1 minute'), 'org' || g % 8,
+                             jsonb_build_object('team', 't' || g % 30, 'n', g) FROM generate_series(1, 30000) g;
+SQL
+err=$(at "$C" -c "CALL alerts_enable('alerts_tr')" 2>&1 || true)
+echo "$err" | grep -q "alerts_tr is a Citus table, where Citus creates triggers only with citus.enable_unsafe_triggers on" \
+  || fail "trigger form without citus.enable_unsafe_triggers: $err"
+[ "$(at "$C" -c "SELECT count(*) FROM pg_attribute WHERE attrelid = 'alerts_tr'::regclass AND attname = 'attribute_values_bitmap'")" = 0 ] \
+  || fail "the refused alerts_enable left a column behind"
+progress=$(at "$C" -c "SET citus.enable_unsafe_triggers = on" -c "CALL alerts_enable('alerts_tr', batch_rows => 2000)" 2>&1)
+echo "$progress" | grep -q "alerts_tr is ready: 30000 bitmaps written" || fail "alerts_enable (trigger form): $progress"
+at "$C" -c "INSERT INTO alerts_tr SELECT alerts_ulid(), 'org' || g % 8, jsonb_build_object('team', 'new', 'n', g) FROM generate_series(1, 1000) g" \
+        -c "UPDATE alerts_tr SET attribute_values = attribute_values || '{\"updated\": true}' WHERE organisation_id = 'org3' AND attribute_values @> '{\"team\": \"t3\"}'"
+stats=$(at "$C" -c "SELECT rows || ' ' || rows_without_bitmap || ' ' || stale_bitmaps FROM alerts_bloom_stats('alerts_tr')")
+[ "$stats" = "31000 0 0" ] || fail "trigger form after inserts and updates: $stats (want 31000 0 0)"
+# bitmaps made wrong behind the trigger's back, on the shards, then rebuilt
+at "$C" -c "SELECT run_command_on_placements('alerts_tr', 'ALTER TABLE %s DISABLE TRIGGER USER')" \
+        -c "SELECT run_command_on_placements('alerts_tr', \$\$UPDATE %s SET attribute_values_bitmap = NULL WHERE attribute_values @> '{\"team\": \"t7\"}'\$\$)" \
+        -c "SELECT run_command_on_placements('alerts_tr', 'ALTER TABLE %s ENABLE TRIGGER USER')" >/dev/null
+[ "$(at "$C" -c "SELECT rows_without_bitmap FROM alerts_bloom_stats('alerts_tr')")" = 1000 ] || fail "alerts_bloom_stats does not see the 1000 missing bitmaps"
+at "$C" -c "CALL alerts_rebuild('alerts_tr', batch_rows => 5000)" >/dev/null 2>&1
+stats=$(at "$C" -c "SELECT rows_without_bitmap || ' ' || stale_bitmaps FROM alerts_bloom_stats('alerts_tr')")
+[ "$stats" = "0 0" ] || fail "after alerts_rebuild: $stats"
+got=$(at "$C" -c "SELECT count(*) FROM alerts_search(NULL::alerts_tr, 'org7', '{\"team\": \"t7\"}', '-infinity', NULL, 5000)")
+[ "$got" = "$(at "$C" -c "SELECT count(*) FROM alerts_tr WHERE organisation_id = 'org7' AND attribute_values @> '{\"team\": \"t7\"}'")" ] \
+  || fail "trigger form: alerts_search found $got rows"
+at "$C" -c "SET citus.enable_unsafe_triggers = on" -c "CALL alerts_disable('alerts_tr')" >/dev/null 2>&1
+left=$(at "$C" -c "SELECT sum(result::int) FROM run_command_on_placements('alerts_tr',
+                   \$\$SELECT count(*) FROM pg_attribute WHERE attrelid = '%s'::regclass AND attname = 'attribute_values_bitmap' AND NOT attisdropped\$\$)")
+[ "$left" = 0 ] || fail "alerts_disable left the column on $left shards"
+echo "  refused without citus.enable_unsafe_triggers; with it: 30000 bitmaps backfilled on the shards, kept on insert/update, 1000 rebuilt, disabled everywhere"
+
 # Tables alerts_search cannot serve: a clear error naming them.
 echo "citus: tables it cannot serve"
 at "$C" >/dev/null <<'SQL'
@@ -220,5 +264,5 @@ SQL
 err=$(at "$C" -c "SELECT * FROM alerts_search(NULL::alerts_by_source, 'org1', '{}')" 2>&1 || true)
 echo "$err" | grep -q "alerts_by_source is hash-distributed by source_id" || fail "distributed by another column: $err"
 echo "  reference table and a table distributed by another column: refused with the supported layout"
-at "$C" -c "SET client_min_messages = warning; DROP TABLE alerts_ref, alerts_by_source"
+at "$C" -c "SET client_min_messages = warning; DROP TABLE alerts_ref, alerts_by_source, alerts_tr"
 echo "citus: ok"
