@@ -67,7 +67,6 @@ work_mem = 64MB
 maintenance_work_mem = 512MB
 max_wal_size = 4GB
 max_connections = 200
-synchronous_commit = off
 jit = off
 # shard moves copy through logical replication
 wal_level = logical

@@ -3,11 +3,13 @@
 # core's unit and property tests and fuzz targets, then for each PostgreSQL
 # version (15, 16, 18) the extension built and installed into that version's
 # scratch cluster and exercised through SQL: pg_regress, the upgrade paths,
-# dump/restore, hostile inputs, crash safety (and the concurrency soak on 15).
+# dump/restore, hostile inputs, replicas, crash safety (and, on 15, the
+# concurrency soak and a Citus cluster).
 # Idempotent; run as root on Debian 12. Ends with one `tests: N passed, M
 # failed` line.
 #   ALERTS_PGS="18"     only these versions (default "15 16 18")
-#   ALERTS_QUICK=1      day-to-day: no lints, no fuzzing, no soak
+#   ALERTS_QUICK=1      day-to-day: no lints, no fuzzing, no soak, no Citus
+#   ALERTS_CITUS=1      with ALERTS_QUICK=1: the Citus tests all the same
 #   ALERTS_SKIP_LINT=1  no fmt/clippy
 #   ALERTS_LONG=1       the long variants (10-minute soak, 100,000 hostile inputs)
 set -euo pipefail
@@ -78,6 +80,11 @@ for v in $VERSIONS; do
   # version: it runs on 15, the version the benchmarks run on.
   if [ "$QUICK" != 1 ] && [ "$v" = 15 ]; then
     step "[pg$v] concurrency soak (${ALERTS_SOAK_SECONDS:-60} s, 8 clients + COPY)" bash tests/shell/soak.sh
+  fi
+  # Citus 13.2 builds for 15 here (scripts/citus.sh; the build is cached).
+  if [ "$v" = 15 ] && { [ "$QUICK" != 1 ] || [ "${ALERTS_CITUS:-0}" = 1 ]; }; then
+    step "[pg$v] Citus: coordinator + 2 workers, distributed table (search, enable, COPY, joins)" bash tests/shell/citus.sh
+    bash scripts/citus.sh stop
   fi
   step "[pg$v] replicas: streaming standby and logical subscriber" bash tests/shell/replication.sh
   step "[pg$v] crash safety (kill -9, immediate stop)" bash tests/shell/crash.sh

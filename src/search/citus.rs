@@ -16,6 +16,7 @@ use pgrx::PgSqlErrorCode;
 
 use super::indexes::relcache_epoch;
 use super::spi::{cstr_owned, execute, prepare, quoted, rows};
+use super::statements::qualified;
 use crate::datum::error;
 
 /// Where a call reads its rows.
@@ -57,7 +58,20 @@ impl CitusCache {
         // SAFETY: as the caller's.
         unsafe {
             if !matches!(self.known, Some((at, _)) if at == epoch) {
-                self.known = Some((epoch, distributed(relid, &ext_schema())));
+                // Any relcache invalidation starts a new epoch: read the
+                // catalog again, keep the statements while the table stays
+                // distributed, free them when it no longer is.
+                let known = match (is_distributed(relid), self.known.take()) {
+                    (true, Some((_, Some(d)))) => Some(d),
+                    (true, _) => Some(statements(relid, &ext_schema())),
+                    (false, Some((_, Some(d)))) => {
+                        pg_sys::SPI_freeplan(d.shard);
+                        pg_sys::SPI_freeplan(d.routed);
+                        None
+                    }
+                    (false, _) => None,
+                };
+                self.known = Some((epoch, known));
             }
             let Some((_, Some(d))) = &self.known else {
                 return Target::Plain;
@@ -83,9 +97,9 @@ impl CitusCache {
     }
 }
 
-/// The statements of `relid` if it is a Citus table `alerts_search` can
-/// serve; None if it is not a Citus table; an ERROR for other Citus tables.
-unsafe fn distributed(relid: Oid, ext_schema: &str) -> Option<Distributed> {
+/// Whether `relid` is a Citus table `alerts_search` can serve: false if it
+/// is not a Citus table; an ERROR for other Citus tables.
+unsafe fn is_distributed(relid: Oid) -> bool {
     // SAFETY: SPI is connected by the caller.
     unsafe {
         let citus = execute(
@@ -97,7 +111,7 @@ unsafe fn distributed(relid: Oid, ext_schema: &str) -> Option<Distributed> {
         );
         let mut isnull = true;
         if pg_sys::SPI_getbinval(*(*citus).vals, (*citus).tupdesc, 1, &mut isnull).value() == 0 {
-            return None;
+            return false;
         }
         // Citus is installed: statements naming its catalog can be planned.
         let tt = execute(
@@ -109,7 +123,7 @@ unsafe fn distributed(relid: Oid, ext_schema: &str) -> Option<Distributed> {
             &[Datum::from(relid)],
         );
         if rows(tt) == 0 {
-            return None;
+            return false;
         }
         let text = |n: i32| {
             let p = pg_sys::SPI_getvalue(*(*tt).vals, (*tt).tupdesc, n);
@@ -138,15 +152,17 @@ unsafe fn distributed(relid: Oid, ext_schema: &str) -> Option<Distributed> {
                 ),
             );
         }
-        let t = format!(
-            "{}.{}",
-            quoted(&cstr_owned(pg_sys::get_namespace_name(
-                pg_sys::get_rel_namespace(relid)
-            ))),
-            quoted(&name)
-        );
+        true
+    }
+}
+
+/// The kept statements of a distributed table.
+unsafe fn statements(relid: Oid, ext_schema: &str) -> Distributed {
+    // SAFETY: SPI is connected by the caller; relid is a valid relation.
+    unsafe {
+        let t = qualified(relid);
         let s = quoted(ext_schema);
-        Some(Distributed {
+        Distributed {
             // The shard's relation when this node holds a placement of it.
             shard: prepare(
                 "SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p
@@ -166,7 +182,7 @@ unsafe fn distributed(relid: Oid, ext_schema: &str) -> Option<Distributed> {
                 ),
                 &[pg_sys::TEXTOID, pg_sys::JSONBOID, pg_sys::TIMESTAMPTZOID, pg_sys::TEXTOID, pg_sys::INT4OID],
             ),
-        })
+        }
     }
 }
 

@@ -190,6 +190,63 @@ got=$(at "$C" -c "SELECT count(*) FROM alerts_search(NULL::alerts, 'org3', '{\"t
 [ "$got" = 250 ] || fail "COPY: alerts_search found $got of org3's 250 copied rows"
 echo "  2000 rows copied, bitmaps right, found by alerts_search"
 
+# Shard moves and a rebalance while searches and writes run: searches of a
+# tenant being moved stay exact, writers keep writing (a write may wait for
+# the move's final catch-up, never fail), bitmaps and indexes arrive intact.
+echo "citus: shard moves and a rebalance under a search and write load"
+mkdir -p target/citus; rm -f target/citus/stop
+moved=org1
+shard=$(at "$C" -c "SELECT get_shard_id_for_distribution_column('alerts', '$moved')")
+src=$(at "$C" -c "SELECT nodeport FROM pg_dist_shard_placement WHERE shardid = $shard")
+dst=$([ "$src" = "$W1" ] && echo "$W2" || echo "$W1")
+check_sql="SELECT CASE WHEN array(SELECT id FROM alerts_search(NULL::alerts, '$moved', '{\"env\": \"staging\"}', '-infinity', NULL, 40))
+                      = array(SELECT id FROM alerts WHERE organisation_id = '$moved' AND attribute_values @> '{\"env\": \"staging\"}'
+                              ORDER BY id DESC LIMIT 40) THEN 'ok' ELSE 'WRONG' END"
+( for _ in $(seq 1 100000); do
+    [ -e target/citus/stop ] && break
+    at "$C" -c "$check_sql" 2>&1 | head -1
+  done > target/citus/searches.log ) &
+searcher=$!
+( i=0; for _ in $(seq 1 100000); do
+    [ -e target/citus/stop ] && break
+    i=$((i + 1))
+    at "$C" -c "INSERT INTO alerts (id, organisation_id, created_at, source_id, attribute_values)
+                VALUES (alerts_ulid(), 'org' || ($i % 8 + 2) % 8, now(), 1, '{\"env\": \"moving\", \"w\": $i}')" 2>&1 | head -1
+    [ "${PIPESTATUS[0]}" = 0 ] && echo written
+  done > target/citus/writes.log ) &
+writer=$!
+sleep 2
+at "$C" -c "SELECT citus_move_shard_placement($shard, '127.0.0.1', $src, '127.0.0.1', $dst)" >/dev/null
+[ "$(at "$C" -c "SELECT nodeport FROM pg_dist_shard_placement WHERE shardid = $shard")" = "$dst" ] || fail "the shard of $moved did not move"
+# a second shard moved the same way leaves the workers unbalanced: the
+# rebalancer then has moves to make
+other=$(at "$C" -c "SELECT shardid FROM pg_dist_shard_placement JOIN pg_dist_shard USING (shardid)
+                    WHERE logicalrelid = 'alerts'::regclass AND nodeport = $src ORDER BY shardid LIMIT 1")
+at "$C" -c "SELECT citus_move_shard_placement($other, '127.0.0.1', $src, '127.0.0.1', $dst)" >/dev/null
+job=$(at "$C" -c "SELECT citus_rebalance_start(rebalance_strategy := 'by_shard_count', shard_transfer_mode := 'force_logical')" 2>&1 | tail -1)
+[[ "$job" =~ ^[0-9]+$ ]] || fail "the rebalancer had nothing to do: $job"
+at "$C" -c "SELECT citus_rebalance_wait()" >/dev/null
+sleep 1
+touch target/citus/stop
+wait "$searcher" "$writer"
+rm -f target/citus/stop
+searches=$(grep -c . target/citus/searches.log || true)
+oks=$(grep -c '^ok$' target/citus/searches.log || true)
+written=$(grep -c '^written$' target/citus/writes.log || true)
+[ "$oks" = "$searches" ] && [ "$searches" -gt 10 ] \
+  || fail "during the moves $oks of $searches searches were exact: $(grep -v '^ok$' target/citus/searches.log | sort | uniq -c | head -3)"
+[ "$(grep -vc '^written$' target/citus/writes.log || true)" = 0 ] \
+  || fail "writes failed during the moves: $(grep -v '^written$' target/citus/writes.log | sort | uniq -c | head -3)"
+[ "$(at "$C" -c "SELECT count(*) FROM alerts WHERE attribute_values @> '{\"env\": \"moving\"}'")" = "$written" ] \
+  || fail "$written writes acknowledged, a different number of rows found"
+wrong=$(at "$C" -c "SELECT count(*) FROM alerts WHERE attribute_values_bitmap IS DISTINCT FROM alerts_bloom(attribute_values)")
+[ "$wrong" = 0 ] || fail "$wrong rows with a wrong bitmap after the moves"
+idx=$(at "$dst" -c "SET citus.override_table_visibility = off" -c "SELECT count(*) FROM pg_indexes WHERE tablename = 'alerts_$shard'
+                    AND (indexdef LIKE '%INCLUDE (attribute_values_bitmap)%' OR indexdef LIKE '%alerts_keys(%' OR indexdef LIKE '%gin (attribute_values jsonb_path_ops)%')")
+[ "$idx" = 3 ] || fail "the moved shard has $idx of its 3 indexes on node $dst"
+differential "after the moves"
+echo "  shard of $moved and another moved $src -> $dst, then rebalanced (job $job): $searches searches all exact, $written writes, bitmaps and indexes intact"
+
 # What users do with a page: join it with a reference table of sources.
 echo "citus: a page joined with a reference table"
 at "$C" >/dev/null <<'SQL'
