@@ -41,7 +41,9 @@ CONF
     ;;
   stop)
     if [ -d "$DATA" ] && as_pg "$PG_BINDIR/pg_ctl" -D "$DATA" status >/dev/null 2>&1; then
-      as_pg "$PG_BINDIR/pg_ctl" -D "$DATA" -m fast -w stop >/dev/null
+      # fast, else immediate (a server still recovering may not stop in time)
+      as_pg "$PG_BINDIR/pg_ctl" -D "$DATA" -m fast -w -t 120 stop >/dev/null \
+        || as_pg "$PG_BINDIR/pg_ctl" -D "$DATA" -m immediate -w stop >/dev/null
     fi
     ;;
   status)

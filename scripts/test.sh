@@ -88,7 +88,8 @@ for v in $VERSIONS; do
   fi
   step "[pg$v] replicas: streaming standby and logical subscriber" bash tests/shell/replication.sh
   step "[pg$v] crash safety (kill -9, immediate stop)" bash tests/shell/crash.sh
-  bash scripts/cluster.sh stop
+  # a cluster that will not stop (after a failed step) must not end the run
+  bash scripts/cluster.sh stop || echo "--- note: the PostgreSQL $v cluster did not stop cleanly"
   echo "=== PostgreSQL $v: $((SECONDS - t0)) s"
 done
 

@@ -739,6 +739,11 @@ DECLARE
     placements bigint;
     blocks_sum bigint;
     tuples double precision;
+    -- what a batch writes, and to which of its rows
+    set_clause text := CASE WHEN st.generated THEN format('%1$I = %1$I', st.attrs_column)
+                            ELSE format('%I = @extschema@.alerts_bloom(%I)', st.bitmap_column, st.attrs_column) END;
+    rows_clause text := CASE WHEN st.only_missing THEN format('%I IS NULL AND %I IS NOT NULL', st.bitmap_column, st.attrs_column)
+                             ELSE format('%I IS DISTINCT FROM @extschema@.alerts_bloom(%I)', st.bitmap_column, st.attrs_column) END;
 BEGIN
     IF st.citus AND st.total_blocks IS NULL THEN
         -- The first step on a Citus table: the batches walk the same block
@@ -773,22 +778,13 @@ BEGIN
                    FROM run_command_on_placements($1, $2)$q$
             INTO n, ok, failure
             USING st.rel, format('WITH u AS (UPDATE %%s SET %s WHERE ctid >= %L::tid AND ctid < %L::tid AND %s RETURNING 1) SELECT count(*) FROM u',
-                CASE WHEN st.generated THEN format('%1$I = %1$I', st.attrs_column)
-                     ELSE format('%I = @extschema@.alerts_bloom(%I)', st.bitmap_column, st.attrs_column) END,
-                format('(%s,0)', st.next_block), format('(%s,0)', hi),
-                CASE WHEN st.only_missing THEN format('%I IS NULL AND %I IS NOT NULL', st.bitmap_column, st.attrs_column)
-                     ELSE format('%I IS DISTINCT FROM @extschema@.alerts_bloom(%I)', st.bitmap_column, st.attrs_column) END);
+                                 set_clause, format('(%s,0)', st.next_block), format('(%s,0)', hi), rows_clause);
         IF NOT ok THEN
             RAISE EXCEPTION '%: a batch failed on a shard of %: %', st.caller, st.rel, failure
                 USING ERRCODE = 'external_routine_exception', HINT = 'fix the cause and CALL again: the batches done are kept';
         END IF;
     ELSIF EXISTS (SELECT 1 FROM pg_class WHERE oid = leaf) THEN
-        EXECUTE format('UPDATE %s SET %s WHERE ctid >= $1::tid AND ctid < $2::tid AND %s',
-            leaf,
-            CASE WHEN st.generated THEN format('%1$I = %1$I', st.attrs_column)
-                 ELSE format('%I = @extschema@.alerts_bloom(%I)', st.bitmap_column, st.attrs_column) END,
-            CASE WHEN st.only_missing THEN format('%I IS NULL AND %I IS NOT NULL', st.bitmap_column, st.attrs_column)
-                 ELSE format('%I IS DISTINCT FROM @extschema@.alerts_bloom(%I)', st.bitmap_column, st.attrs_column) END)
+        EXECUTE format('UPDATE %s SET %s WHERE ctid >= $1::tid AND ctid < $2::tid AND %s', leaf, set_clause, rows_clause)
             USING format('(%s,0)', st.next_block), format('(%s,0)', hi);
         GET DIAGNOSTICS n = ROW_COUNT;
     ELSE

@@ -15,7 +15,12 @@ use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::PgSqlErrorCode;
 
 use super::indexes::relcache_epoch;
-use super::spi::{cstr_owned, execute, prepare, quoted, rows};
+use std::panic::AssertUnwindSafe;
+
+use pgrx::pg_sys::panic::CaughtError;
+use pgrx::pg_sys::PgTryBuilder;
+
+use super::spi::{cstr_owned, execute, execute_nullable, first_value, prepare, quoted, rows};
 use super::statements::qualified;
 use crate::datum::error;
 
@@ -87,13 +92,36 @@ impl CitusCache {
         }
     }
 
-    /// The routed statement of a distributed table: `$1` tenant, `$2`
-    /// filter, `$3` since, `$4` cursor, `$5` page size.
-    pub fn routed(&self) -> pg_sys::SPIPlanPtr {
-        match &self.known {
-            Some((_, Some(d))) => d.routed,
-            _ => unreachable!("routed() is called only for a distributed table"),
-        }
+    /// The page from the node holding the tenant's shard, by the routed
+    /// statement (`args`: tenant, filter, since, cursor, page size): an
+    /// array of the table's rows, or None when the tenant has no row.
+    ///
+    /// # Safety
+    /// SPI must be connected; the table is distributed (`target` said
+    /// `Remote`); the datums are live.
+    pub unsafe fn routed(&self, relid: Oid, args: &[Option<Datum>]) -> Option<Datum> {
+        let Some((_, Some(d))) = &self.known else {
+            unreachable!("routed() is called only for a distributed table")
+        };
+        let plan = d.routed;
+        // SAFETY: as the caller's; on an error the transaction aborts.
+        PgTryBuilder::new(AssertUnwindSafe(|| unsafe { first_value(execute_nullable(plan, args)) }))
+            .catch_when(PgSqlErrorCode::ERRCODE_UNDEFINED_FUNCTION, |cause| {
+                let detail = match &cause {
+                    CaughtError::PostgresError(e) | CaughtError::ErrorReport(e) => e.message().to_string(),
+                    _ => String::new(),
+                };
+                // SAFETY: relid is a valid relation.
+                let name = unsafe { cstr_owned(pg_sys::get_rel_name(relid)) };
+                error(
+                    PgSqlErrorCode::ERRCODE_UNDEFINED_FUNCTION,
+                    format!(
+                        "alerts_search: the Citus node holding this tenant's shard of {name} does not have the alerts extension ({detail})"
+                    ),
+                    "install alerts on every node: CREATE EXTENSION alerts on the coordinator after the workers were added reaches them all; check with SELECT * FROM run_command_on_workers($$SELECT extversion FROM pg_extension WHERE extname = 'alerts'$$)",
+                )
+            })
+            .execute()
     }
 }
 
@@ -163,11 +191,17 @@ unsafe fn statements(relid: Oid, ext_schema: &str) -> Distributed {
         let t = qualified(relid);
         let s = quoted(ext_schema);
         Distributed {
-            // The shard's relation when this node holds a placement of it.
+            // The shard's relation when this node holds a placement of it,
+            // or when Citus itself sent the call here (a routed statement
+            // reads the placement Citus chose for it: during a shard move
+            // that can be the old one, which stays until Citus drops it,
+            // and the page must come from the same placement; routing on
+            // from there would be a distributed query inside a shard query).
             shard: prepare(
                 "SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p
                                           WHERE p.shardid = s.id
                                             AND p.groupid = (SELECT groupid FROM pg_catalog.pg_dist_local_group))
+                                  OR pg_catalog.current_setting('application_name') LIKE 'citus\\_internal gpid=%'
                         THEN pg_catalog.to_regclass(pg_catalog.shard_name($1, s.id, false))::pg_catalog.oid END
                  FROM (SELECT pg_catalog.get_shard_id_for_distribution_column($1, $2) AS id) s",
                 &[pg_sys::REGCLASSOID, pg_sys::TEXTOID],

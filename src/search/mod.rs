@@ -39,7 +39,7 @@ use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::PgSqlErrorCode;
 
 use crate::datum::{error, text_datum};
-use spi::{cstr_owned, execute_nullable, first_value, Page};
+use spi::{cstr_owned, Page};
 
 crate::finfo_v1!(pg_finfo_alerts_search);
 crate::finfo_v1!(pg_finfo_alerts_search_page);
@@ -237,8 +237,8 @@ unsafe fn fill(fcinfo: pg_sys::FunctionCallInfo, args: &Args, page: &mut Page) {
             let cache = c.entry(relid).or_default();
             match cache.target(relid, args.org, &ext_schema) {
                 citus::Target::Remote => {
-                    let tt = execute_nullable(
-                        cache.routed(),
+                    let routed = cache.routed(
+                        relid,
                         &[
                             Some(args.org),
                             Some(args.filter),
@@ -247,7 +247,7 @@ unsafe fn fill(fcinfo: pg_sys::FunctionCallInfo, args: &Args, page: &mut Page) {
                             Some(Datum::from(args.page_size)),
                         ],
                     );
-                    if let Some(array) = first_value(tt) {
+                    if let Some(array) = routed {
                         page.add_array(array, args.rowtype);
                     }
                     None

@@ -77,10 +77,19 @@ unsafe fn prepare_with(sql: &str, types: &[Oid], options: i32) -> pg_sys::SPIPla
 /// SPI must be connected and `args` must match the plan's parameter types.
 pub unsafe fn execute(plan: pg_sys::SPIPlanPtr, args: &[Datum]) -> *mut pg_sys::SPITupleTable {
     let nulls = vec![b' ' as std::ffi::c_char; args.len()];
-    // SAFETY: SPI is connected; args match the plan's parameter types.
+    // SAFETY: as the caller's; one flag per argument.
+    unsafe { run(plan, args.as_ptr(), nulls.as_ptr()) }
+}
+
+/// Executes a plan read-only; an ERROR if it did not run as a SELECT.
+unsafe fn run(
+    plan: pg_sys::SPIPlanPtr,
+    values: *const Datum,
+    nulls: *const std::ffi::c_char,
+) -> *mut pg_sys::SPITupleTable {
+    // SAFETY: SPI is connected; values and nulls match the plan's parameters.
     unsafe {
-        let rc =
-            pg_sys::SPI_execute_plan(plan, args.as_ptr() as *mut Datum, nulls.as_ptr(), true, 0);
+        let rc = pg_sys::SPI_execute_plan(plan, values as *mut Datum, nulls, true, 0);
         if rc != pg_sys::SPI_OK_SELECT as i32 {
             error(
                 PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
@@ -158,22 +167,8 @@ pub unsafe fn execute_nullable(
         .iter()
         .map(|a| if a.is_some() { b' ' } else { b'n' } as std::ffi::c_char)
         .collect();
-    // SAFETY: SPI is connected; args match the plan's parameter types.
-    unsafe {
-        let rc =
-            pg_sys::SPI_execute_plan(plan, values.as_ptr() as *mut Datum, nulls.as_ptr(), true, 0);
-        if rc != pg_sys::SPI_OK_SELECT as i32 {
-            error(
-                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-                format!(
-                    "alerts_search: query failed: {}",
-                    cstr_owned(pg_sys::SPI_result_code_string(rc))
-                ),
-                "report this as a bug",
-            );
-        }
-        pg_sys::SPI_tuptable
-    }
+    // SAFETY: as the caller's; one flag per argument.
+    unsafe { run(plan, values.as_ptr(), nulls.as_ptr()) }
 }
 
 /// Where a page's rows go: the tuplestore `alerts_search` returns, or the

@@ -5,8 +5,10 @@
 # (200 filters x page sizes x cursors against the exact filter, routed to
 # the tenant's shard) with the walk alone, with GIN, with the tenant-keys
 # index; each call is one routed statement; called on a worker it reads the
-# local shard; COPY through the coordinator; a join with a reference table;
-# tables it cannot serve are refused with a clear error.
+# local shard; COPY through the coordinator; shard moves and a rebalance
+# under a search and write load; a join with a reference table; the trigger
+# form (enable, rebuild, disable on the shards); tables it cannot serve and
+# a worker without the extension get a clear error.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export ALERTS_PG=15
@@ -321,5 +323,35 @@ SQL
 err=$(at "$C" -c "SELECT * FROM alerts_search(NULL::alerts_by_source, 'org1', '{}')" 2>&1 || true)
 echo "$err" | grep -q "alerts_by_source is hash-distributed by source_id" || fail "distributed by another column: $err"
 echo "  reference table and a table distributed by another column: refused with the supported layout"
+# A worker without the extension (installed on the coordinator alone, with
+# DDL propagation off): a clear error naming the fix, not a crash.
+noext=alerts_citus_noext
+for port in "$C" "$W1" "$W2"; do
+  PGOPTIONS="-c client_min_messages=warning" psql -X -q -At -h /tmp -p "$port" -U postgres -d postgres -c "DROP DATABASE IF EXISTS $noext" -c "CREATE DATABASE $noext" >/dev/null
+  psql -X -q -At -h /tmp -p "$port" -U postgres -d "$noext" -c "SET client_min_messages = warning" -c "CREATE EXTENSION citus" >/dev/null
+done
+psql -X -q -At -v ON_ERROR_STOP=1 -h /tmp -p "$C" -U postgres -d "$noext" >/dev/null <<SQL
+SET client_min_messages = warning;
+SELECT citus_set_coordinator_host('127.0.0.1', $C);
+SELECT citus_add_node('127.0.0.1', $W1);
+SELECT citus_add_node('127.0.0.1', $W2);
+SET citus.enable_ddl_propagation = off;
+CREATE EXTENSION alerts;
+RESET citus.enable_ddl_propagation;
+CREATE TABLE alerts (id text COLLATE "C" NOT NULL, organisation_id text COLLATE "C" NOT NULL,
+                     attribute_values jsonb NOT NULL, attribute_values_bitmap bit(512), PRIMARY KEY (organisation_id, id));
+CREATE INDEX ON alerts (organisation_id, id DESC) INCLUDE (attribute_values_bitmap);
+SELECT create_distributed_table('alerts', 'organisation_id');
+INSERT INTO alerts VALUES ('01KA0000000000000000000000', 'org1', '{"team": "t1"}', NULL);
+SQL
+err=$(psql -X -q -At -h /tmp -p "$C" -U postgres -d "$noext" -c "SELECT * FROM alerts_search(NULL::alerts, 'org1', '{}')" 2>&1 || true)
+echo "$err" | grep -q "alerts_search: the Citus node holding this tenant's shard of alerts does not have the alerts extension" \
+  || fail "worker without the extension: $err"
+echo "$err" | grep -q "HINT:  install alerts on every node" || fail "worker without the extension: no hint: $err"
+[ "$(psql -X -q -At -h /tmp -p "$C" -U postgres -d "$noext" -c "SELECT 1")" = 1 ] || fail "the coordinator did not survive"
+for port in "$C" "$W1" "$W2"; do
+  psql -X -q -At -h /tmp -p "$port" -U postgres -d postgres -c "DROP DATABASE $noext WITH (FORCE)" >/dev/null
+done
+echo "  a worker without the extension: a clear error with the fix"
 at "$C" -c "SET client_min_messages = warning; DROP TABLE alerts_ref, alerts_by_source, alerts_tr"
 echo "citus: ok"

@@ -72,6 +72,10 @@ bpid=$(wait_bulk_started)
 sleep 3
 kill -9 "$bpid"
 wait "$writer" 2>/dev/null || true
+# The postmaster reacts to the killed backend by resetting every backend and
+# recovering; a connection made before it noticed would still succeed.
+# Wait (up to 10 s) to see it stop accepting connections, then for recovery.
+for _ in $(seq 1 100); do "$PG_BINDIR/pg_isready" -q || break; sleep 0.1; done
 wait_ready
 verify target/crash/writer1.log
 
