@@ -4,7 +4,7 @@ all methods return the same rows, times every scenario with pgbench and
 prints a table, in one run so that ratios are comparable.
 
     python3 benches/run.py --size smoke|full|xl [--seconds S] [--out DIR]
-                           [--layout plain|by-created|by-id]
+                           [--layout plain|by-created|by-id] [--citus]
 
 Runs on whichever server PGHOST/PGPORT name (`bash benches/run.sh --pg 18`
 starts and picks that version's cluster). Peers the server lacks (RUM
@@ -38,12 +38,18 @@ ARRAY_ATTRS = {"feature"}  # attributes the generator stores as arrays
 PG = dict(host=os.environ.get("PGHOST", "/tmp"), port=os.environ.get("PGPORT", "5415"), user="postgres")
 
 
-def psql(db, sql, *, quiet=False):
-    """Runs SQL, returns rows as lists of strings."""
+def psql(db, sql, *, port=None):
+    """Runs SQL (on PGPORT's server, or `port`'s), returns rows as lists of
+    strings. A list of statements runs each as its own command (Citus sends
+    a multi-statement command's DDL to the shards as one prepared statement,
+    which fails)."""
+    cmds = [x for q in ([sql] if isinstance(sql, str) else sql) for x in ("-c", q)]
     out = subprocess.run(
         ["psql", "-X", "-q", "-At", "-F", "\x1f", "-v", "ON_ERROR_STOP=1",
-         "-h", PG["host"], "-p", PG["port"], "-U", PG["user"], "-d", db, "-c", sql],
-        check=True, capture_output=True, text=True)
+         "-h", PG["host"], "-p", str(port or PG["port"]), "-U", PG["user"], "-d", db, *cmds],
+        capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"psql failed ({db}): {out.stderr.strip()[-2000:]}\n  in: {str(sql)[:500]}")
     return [line.split("\x1f") for line in out.stdout.splitlines() if line]
 
 
@@ -304,24 +310,28 @@ def oracle(db, s):
     return rows
 
 
-def run_query(db, m, sql):
+def run_query(db, m, sql, port=None):
     env = dict(os.environ, PGOPTIONS=PGOPTIONS.get(m, ""))
-    out = subprocess.run(["psql", "-X", "-At", "-h", PG["host"], "-p", PG["port"], "-U", PG["user"], "-d", db,
+    out = subprocess.run(["psql", "-X", "-At", "-h", PG["host"], "-p", str(port or PG["port"]), "-U", PG["user"], "-d", db,
                           "-c", f"SELECT id FROM ({sql}) q"], check=True, capture_output=True, text=True, env=env)
     return out.stdout.split()
 
 
-def pgbench(db, m, sql, seconds, mode, clients, workdir, transactions=None):
-    """Runs one cell: for `seconds` (-T), or `transactions` per client (-t)."""
-    script = workdir / "q.sql"
-    script.write_text(sql + ";\n")
+def pgbench(db, m, sql, seconds, mode, clients, workdir, transactions=None, port=None):
+    """Runs one cell: for `seconds` (-T), or `transactions` per client (-t).
+    `sql` is one statement, or a list of them picked at random per
+    transaction (a mixed load)."""
+    scripts = []
+    for i, q in enumerate([sql] if isinstance(sql, str) else sql):
+        scripts += ["-f", str(workdir / f"q{i}.sql")]
+        (workdir / f"q{i}.sql").write_text(q + ";\n")
     for p in workdir.glob("pgbench_log*"):
         p.unlink()
     env = dict(os.environ, PGOPTIONS=PGOPTIONS.get(m, ""))
-    res = subprocess.run(["pgbench", "-n", "-h", PG["host"], "-p", PG["port"], "-U", PG["user"],
+    res = subprocess.run(["pgbench", "-n", "-h", PG["host"], "-p", str(port or PG["port"]), "-U", PG["user"],
                           "-M", mode, "-c", str(clients), "-j", str(clients),
                           *(["-t", str(transactions)] if transactions else ["-T", str(seconds)]),
-                          "-l", "--log-prefix", str(workdir / "pgbench_log"), "-f", str(script), db],
+                          "-l", "--log-prefix", str(workdir / "pgbench_log"), *scripts, db],
                          capture_output=True, text=True, env=env)
     if res.returncode != 0:
         raise RuntimeError(f"pgbench failed for {m}: {res.stderr[-2000:]}")
@@ -485,10 +495,17 @@ def main():
     ap.add_argument("--layout", choices=LAYOUTS, default="plain",
                     help="plain table, or the same rows in 13 monthly partitions (by created_at or by id); "
                          "partitioned layouts run GIN, the index-only walk and alerts_search, no write path")
+    ap.add_argument("--citus", action="store_true",
+                    help="the same rows hash-distributed over a local Citus cluster (scripts/citus.sh, port "
+                         "ALERTS_CITUS_PORT, default 5550) beside this single node: latency through the "
+                         "coordinator, on the worker, delegated, and 8-client throughput (benches/citus.py)")
     ap.add_argument("--methods", default=None)
     ap.add_argument("--only", default="", help="substring filter on scenario names")
     ap.add_argument("--skip-write", action="store_true", help="skip the write-path benchmark")
     args = ap.parse_args()
+    if args.citus:
+        import citus
+        return citus.main(args)
     seconds = int(args.seconds or (1 if args.size == "smoke" else 5))
     if args.transactions is None and args.size == "smoke" and args.seconds is None:
         args.transactions = 30

@@ -20,7 +20,7 @@ use std::panic::AssertUnwindSafe;
 use pgrx::pg_sys::panic::CaughtError;
 use pgrx::pg_sys::PgTryBuilder;
 
-use super::spi::{cstr_owned, execute, execute_nullable, first_value, prepare, quoted, rows};
+use super::spi::{cstr_owned, execute, execute_nullable, prepare, quoted, rows};
 use super::statements::qualified;
 use crate::datum::error;
 
@@ -93,19 +93,20 @@ impl CitusCache {
     }
 
     /// The page from the node holding the tenant's shard, by the routed
-    /// statement (`args`: tenant, filter, since, cursor, page size): an
-    /// array of the table's rows, or None when the tenant has no row.
+    /// statement (`args`: tenant, filter, since, cursor, page size): a
+    /// result table of the table's columns, newest first, empty when the
+    /// tenant has no row.
     ///
     /// # Safety
     /// SPI must be connected; the table is distributed (`target` said
     /// `Remote`); the datums are live.
-    pub unsafe fn routed(&self, relid: Oid, args: &[Option<Datum>]) -> Option<Datum> {
+    pub unsafe fn routed(&self, relid: Oid, args: &[Option<Datum>]) -> *mut pg_sys::SPITupleTable {
         let Some((_, Some(d))) = &self.known else {
             unreachable!("routed() is called only for a distributed table")
         };
         let plan = d.routed;
         // SAFETY: as the caller's; on an error the transaction aborts.
-        PgTryBuilder::new(AssertUnwindSafe(|| unsafe { first_value(execute_nullable(plan, args)) }))
+        PgTryBuilder::new(AssertUnwindSafe(|| unsafe { execute_nullable(plan, args) }))
             .catch_when(PgSqlErrorCode::ERRCODE_UNDEFINED_FUNCTION, |cause| {
                 let detail = match &cause {
                     CaughtError::PostgresError(e) | CaughtError::ErrorReport(e) => e.message().to_string(),
@@ -207,12 +208,16 @@ unsafe fn statements(relid: Oid, ext_schema: &str) -> Distributed {
                 &[pg_sys::REGCLASSOID, pg_sys::TEXTOID],
             ),
             // A router query: Citus sends it whole to the node of the
-            // tenant's shard, where alerts_search_page finds the shard local.
-            // No row when the tenant has none: the page is empty.
+            // tenant's shard, where alerts_search finds the shard local, and
+            // brings the page back column by column (no row when the tenant
+            // has none). Columns, not one array of rows: Citus sends a row
+            // type as text, and printing then parsing a page of 50 rows as
+            // one array took 2.2 ms of a 4.5 ms call.
             routed: prepare(
                 &format!(
-                    "SELECT {s}.alerts_search_page(NULL::{t}, $1, $2, $3, $4, $5)
-                     FROM {t} a WHERE a.organisation_id = $1 LIMIT 1"
+                    "SELECT x.* FROM (SELECT a.organisation_id FROM {t} a WHERE a.organisation_id = $1 LIMIT 1) o
+                     CROSS JOIN LATERAL {s}.alerts_search(NULL::{t}, o.organisation_id, $2, $3, $4, $5) x
+                     ORDER BY x.id DESC"
                 ),
                 &[pg_sys::TEXTOID, pg_sys::JSONBOID, pg_sys::TIMESTAMPTZOID, pg_sys::TEXTOID, pg_sys::INT4OID],
             ),

@@ -247,9 +247,7 @@ unsafe fn fill(fcinfo: pg_sys::FunctionCallInfo, args: &Args, page: &mut Page) {
                             Some(Datum::from(args.page_size)),
                         ],
                     );
-                    if let Some(array) = routed {
-                        page.add_array(array, args.rowtype);
-                    }
+                    page.add_columns(routed, args.rowtype);
                     None
                 }
                 citus::Target::Shard(shard) => Some(shard),

@@ -266,35 +266,38 @@ impl Page {
         copied
     }
 
-    /// Appends the rows of an array of the table's row type (a page that
-    /// another node built), at most as many as the page still wants.
+    /// Appends rows given as the table's columns (a page that another node
+    /// built), at most as many as the page still wants.
     ///
     /// # Safety
-    /// `array` must be a live array datum whose elements are of type
-    /// `rowtype`; SPI is connected.
-    pub unsafe fn add_array(&mut self, array: Datum, rowtype: Oid) {
-        // SAFETY: as the caller's; deconstruct_array fills the out-arguments.
+    /// `tt` must be a live SPI result table whose columns are those of
+    /// `rowtype`, in order, without its dropped columns; SPI is connected.
+    pub unsafe fn add_columns(&mut self, tt: *mut pg_sys::SPITupleTable, rowtype: Oid) {
+        // SAFETY: as the caller's; the row type's descriptor is released
+        // before returning.
         unsafe {
-            let a = pg_sys::pg_detoast_datum(array.cast_mut_ptr()) as *mut pg_sys::ArrayType;
-            let (mut elems, mut nulls, mut n) = (std::ptr::null_mut(), std::ptr::null_mut(), 0);
-            pg_sys::deconstruct_array(
-                a,
-                rowtype,
-                -1,
-                false,
-                pg_sys::TYPALIGN_DOUBLE as _,
-                &mut elems,
-                &mut nulls,
-                &mut n,
-            );
-            for i in 0..n as usize {
+            let desc = pg_sys::lookup_rowtype_tupdesc(rowtype, -1);
+            let natts = (*desc).natts as usize;
+            let mut values = vec![Datum::from(0usize); natts];
+            let mut nulls = vec![true; natts];
+            for i in 0..rows(tt) as usize {
                 if self.is_full() {
                     break;
                 }
-                if !*nulls.add(i) {
-                    self.push(*elems.add(i));
+                let row = *(*tt).vals.add(i);
+                let mut column = 0;
+                for (a, (value, null)) in values.iter_mut().zip(nulls.iter_mut()).enumerate() {
+                    if crate::compat::attribute(desc, a as i32 + 1).attisdropped {
+                        *null = true;
+                        continue;
+                    }
+                    column += 1;
+                    *value = pg_sys::SPI_getbinval(row, (*tt).tupdesc, column, null);
                 }
+                let tuple = pg_sys::heap_form_tuple(desc, values.as_mut_ptr(), nulls.as_mut_ptr());
+                self.push(pg_sys::HeapTupleHeaderGetDatum((*tuple).t_data));
             }
+            pg_sys::DecrTupleDescRefCount(desc);
         }
     }
 

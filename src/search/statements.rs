@@ -82,10 +82,16 @@ impl Statements {
             // instead of 1).
             let window = "c.id >= $2 AND c.id < $3 AND (c.organisation_id, c.id) < ($1, $3)";
             // The exact check of a candidate, reading its row from the heap.
-            let recheck = format!(
-                "CROSS JOIN LATERAL (SELECT {row} AS r FROM {t} a
-                                     WHERE a.id = k.id AND {s}.alerts_attrs_match(a.attribute_values, $4)) x"
+            // By tenant and id, so that any index on (organisation_id, id)
+            // finds it: a primary key of (organisation_id, id), which Citus
+            // requires of a table distributed by the tenant, cannot serve
+            // `id` alone (it scanned the whole key per candidate: 3.3 ms
+            // each, 166 ms for a page on a 1M-alert tenant's shard).
+            let lookup = format!(
+                "SELECT {row} AS r FROM {t} a
+                 WHERE a.organisation_id = $1 AND a.id = k.id AND {s}.alerts_attrs_match(a.attribute_values, $"
             );
+            let recheck = format!("CROSS JOIN LATERAL ({lookup}4)) x");
             let probe = format!("{s}.alerts_search_probe(c.id, c.attribute_values_bitmap, $4)");
             let walk = prepare(
                 &format!(
@@ -112,8 +118,7 @@ impl Statements {
                                       WHERE c.organisation_id = $1 AND c.id >= $2 AND c.id >= '8'
                                         AND {s}.alerts_search_probe(c.id, c.attribute_values_bitmap, $3)
                                       ORDER BY c.id DESC) k
-                     CROSS JOIN LATERAL (SELECT {row} AS r FROM {t} a
-                                         WHERE a.id = k.id AND {s}.alerts_attrs_match(a.attribute_values, $3)) x
+                     CROSS JOIN LATERAL ({lookup}3)) x
                      ORDER BY k.id DESC LIMIT $4"
                 ),
                 &[TEXT, TEXT, JSONB, INT8],

@@ -1,0 +1,221 @@
+"""The scale-out benchmark (`benches/run.py --citus`): the same rows as the
+single-node `full` (or `smoke`) database, hash-distributed by
+organisation_id over a local Citus cluster (coordinator + 2 workers,
+scripts/citus.sh, its own ports), measured in one run beside the single
+node they were copied from:
+
+- latency, 1 client, p50/p95/p99 per core scenario: GIN and alerts_search
+  through the coordinator (alerts_search sends one routed statement to the
+  tenant's worker); alerts_search called on the worker that holds the
+  tenant (a call without the coordinator hop);
+  GIN and alerts_search on the single node; Citus' floor for a router
+  query;
+- throughput, 8 clients, a mix of the core scenarios: one node against
+  the coordinator and two workers.
+
+All three Citus nodes and the single node share the machine's cores, so
+throughput cannot show scaling here; the table says so.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import run as bench
+from run import lit, psql
+
+DB = "alerts_bench_citus"
+METHODS = ["gin", "search", "search_worker", "gin_1node", "search_1node"]
+LABELS = {
+    "gin": "GIN (planner), via coordinator",
+    "search": "alerts_search(), via coordinator",
+    "search_worker": "alerts_search() on the tenant's worker",
+    "gin_1node": "GIN (planner), one node",
+    "search_1node": "alerts_search(), one node",
+}
+COLS = "id, organisation_id, created_at, priority_id, attribute_values, attribute_values_bitmap"
+
+
+def citus_port():
+    return int(os.environ.get("ALERTS_CITUS_PORT", "5550"))
+
+
+def start_cluster():
+    env = dict(os.environ, ALERTS_CITUS_PORT=str(citus_port()),
+               ALERTS_CITUS_SHARED_BUFFERS=os.environ.get("ALERTS_CITUS_SHARED_BUFFERS", "1GB"))
+    subprocess.run(["bash", str(bench.ROOT / "scripts/citus.sh"), "start", DB], check=True, env=env)
+
+
+def build(src_db, size, anchor):
+    """The distributed copy of the single node's rows, with the recommended
+    indexes and GIN on the shards; reused while it holds the same data."""
+    c = citus_port()
+    stamp = f"{size} {anchor}"
+    have = psql(DB, "SELECT obj_description(to_regclass('alerts'), 'pg_class')", port=c)
+    if have and have[0][0] == stamp:
+        print(f"bench: reusing the distributed copy ({stamp})")
+        return
+    t0 = time.time()
+    psql(DB, ["SET client_min_messages = warning", "DROP TABLE IF EXISTS alerts, bench_orgs CASCADE",
+              "CREATE TABLE alerts (id text COLLATE \"C\" NOT NULL, organisation_id text COLLATE \"C\" NOT NULL, "
+             "created_at timestamptz NOT NULL, priority_id int NOT NULL, attribute_values jsonb NOT NULL, "
+             "attribute_values_bitmap bit(512), PRIMARY KEY (organisation_id, id))",
+              "SELECT create_distributed_table('alerts', 'organisation_id')"], port=c)
+    copy(src_db, f"COPY (SELECT {COLS} FROM alerts) TO STDOUT", f"COPY alerts ({COLS}) FROM STDIN")
+    t1 = time.time()
+    psql(DB, "CREATE TABLE bench_orgs (seq int PRIMARY KEY, role text, org text COLLATE \"C\" UNIQUE, n int)", port=c)
+    copy(src_db, "COPY bench_orgs TO STDOUT", "COPY bench_orgs FROM STDIN")
+    for fn in ("bench_value", "bench_key"):
+        ddl = psql(src_db, f"SELECT replace(pg_get_functiondef('{fn}'::regproc), E'\\n', ' ')")[0][0]
+        psql(DB, ddl, port=c)
+    psql(DB, ["SET maintenance_work_mem = '1GB'",
+              "CREATE INDEX idx_alerts_pagination_bitmap ON alerts (organisation_id, id DESC) "
+              "INCLUDE (attribute_values_bitmap)",
+              "CREATE INDEX alerts_gin ON alerts USING gin (attribute_values jsonb_path_ops)"], port=c)
+    psql(DB, "VACUUM (ANALYZE) alerts", port=c)
+    psql(DB, f"COMMENT ON TABLE alerts IS {lit(stamp)}", port=c)
+    print(f"bench: distributed copy: rows in {t1 - t0:.0f} s, indexes in {time.time() - t1:.0f} s", flush=True)
+
+
+def copy(src_db, out_sql, in_sql):
+    """COPY from the single node straight into the coordinator."""
+    base = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", bench.PG["host"], "-U", bench.PG["user"]]
+    src = subprocess.Popen(base + ["-p", str(bench.PG["port"]), "-d", src_db, "-c", out_sql], stdout=subprocess.PIPE)
+    dst = subprocess.run(base + ["-p", str(citus_port()), "-d", DB, "-c", in_sql], stdin=src.stdout,
+                         stdout=subprocess.DEVNULL)
+    src.stdout.close()
+    if src.wait() != 0 or dst.returncode != 0:
+        raise RuntimeError(f"copy failed: {out_sql}")
+
+
+def refresh():
+    """The extension's objects from the installed version on every node,
+    and the tenant-keys index on the shards."""
+    c = citus_port()
+    psql(DB, ["SET client_min_messages = warning", "DROP EXTENSION IF EXISTS alerts CASCADE", "CREATE EXTENSION alerts"],
+         port=c)
+    t0 = time.time()
+    psql(DB, ["SET maintenance_work_mem = '1GB'", "CREATE INDEX alerts_keys_idx ON alerts "
+              "USING gin (alerts_keys(organisation_id, id, attribute_values))", "ANALYZE alerts"], port=c)
+    print(f"bench: distributed tenant-keys index built in {time.time() - t0:.0f} s", flush=True)
+
+
+def worker_of(org):
+    return int(psql(DB, f"SELECT p.nodeport FROM pg_dist_shard_placement p WHERE p.shardid = "
+                        f"get_shard_id_for_distribution_column('alerts', {lit(org)})", port=citus_port())[0][0])
+
+
+def method_sql(m, s):
+    return bench.method_sql("gin" if m.startswith("gin") else "search", s, None)
+
+
+def main(args):
+    size = args.size
+    src_db = f"alerts_bench_{size}"
+    seconds = int(args.seconds or (1 if size == "smoke" else 5))
+    tput_seconds = int(args.write_seconds or (5 if size == "smoke" else 30))
+    outdir = args.out or bench.ROOT / "benches/results" / f"{size}-citus"
+    outdir.mkdir(parents=True, exist_ok=True)
+    anchor = bench.build(src_db, size, time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime()))
+    start_cluster()
+    build(src_db, size, anchor)
+    bench.refresh_extension(src_db, ["alerts"])
+    refresh()
+    c, one = citus_port(), int(bench.PG["port"])
+    work = Path(tempfile.mkdtemp(prefix="alerts-bench-"))
+    os.chmod(work, 0o777)
+    results, failures, mix = [], [], {m: [] for m in ("gin", "search", "gin_1node", "search_1node")}
+    methods = (args.methods or ",".join(METHODS)).split(",")
+    for s in bench.scenarios(src_db, size, "alerts"):
+        if not s["core"] or (args.only and args.only not in s["name"]):
+            continue
+        want = [r[0] for r in bench.oracle(src_db, s)][: s["limit"]]
+        print(f"== {s['name']}: page of {len(want)}", flush=True)
+        for m in [x for x in METHODS if x in methods]:
+            port = one if m.endswith("_1node") else worker_of(s["org"]) if m == "search_worker" else c
+            sql, db = method_sql(m, s), src_db if port == one else DB
+            got = bench.run_query(db, m, sql, port=port)
+            if got != want:
+                failures.append((s["name"], m, len(got), len(want)))
+                print(f"  {m}: WRONG ROWS ({len(got)} rows, expected {len(want)})", flush=True)
+                continue
+            if m in mix:
+                mix[m].append(sql)
+            r = bench.pgbench(db, m, sql, seconds, "prepared", 1, work, args.transactions, port=port)
+            results.append(dict(scenario=s["name"], method=m, matches=len(want), **r))
+            print(f"  {m:14s} p50 {r['p50']:8.3f}  p95 {r['p95']:8.3f}  p99 {r['p99']:8.3f} ms", flush=True)
+    # Citus' own cost of a router query: one indexed row of the tenant
+    org = psql(src_db, "SELECT org FROM bench_orgs WHERE role = 'medium'")[0][0]
+    floor_sql = f"SELECT id FROM alerts WHERE organisation_id = {lit(org)} ORDER BY id DESC LIMIT 1"
+    floors = {}
+    for where, db, port in (("coordinator", DB, c), ("one node", src_db, one), ("worker, shard", DB, worker_of(org))):
+        q = floor_sql if where != "worker, shard" else floor_sql.replace(
+            "FROM alerts", "FROM " + psql(DB, f"SELECT shard_name('alerts', get_shard_id_for_distribution_column("
+                                              f"'alerts', {lit(org)}))", port=c)[0][0])
+        floors[where] = bench.pgbench(db, "floor", q, seconds, "prepared", 1, work, args.transactions, port=port)
+        print(f"  router floor, {where}: p50 {floors[where]['p50']:.3f} ms", flush=True)
+    # throughput: 8 clients, the core scenarios mixed
+    tput = []
+    for m, sqls in mix.items():
+        if not sqls:
+            continue
+        port, db = (one, src_db) if m.endswith("_1node") else (c, DB)
+        r = bench.pgbench(db, m, sqls, tput_seconds, "prepared", 8, work, None, port=port)
+        tput.append(dict(method=m, **r))
+        print(f"  8 clients {m:14s} {r['tps']:8.0f} pages/s  p95 {r['p95']:.3f} ms", flush=True)
+    shutil.rmtree(work, ignore_errors=True)
+    meta = dict(size=size, anchor=anchor, seconds_per_cell=seconds, throughput_seconds=tput_seconds,
+                cpu=os.cpu_count(), postgres=psql(DB, "SHOW server_version", port=c)[0][0],
+                citus=psql(DB, "SELECT extversion FROM pg_extension WHERE extname = 'citus'", port=c)[0][0],
+                shards=psql(DB, "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'alerts'::regclass",
+                            port=c)[0][0],
+                shared_buffers=psql(DB, "SHOW shared_buffers", port=c)[0][0],
+                shared_buffers_one_node=psql(src_db, "SHOW shared_buffers")[0][0])
+    (outdir / "results.json").write_text(json.dumps(dict(meta=meta, reads=results, floors=floors, throughput=tput,
+                                                         failures=failures), indent=1))
+    write_table(results, floors, tput, meta, outdir / "table.md")
+    print((outdir / "table.md").read_text())
+    if failures:
+        raise SystemExit(f"bench: {len(failures)} method(s) returned wrong rows: {failures}")
+
+
+def write_table(results, floors, tput, meta, path):
+    scen = list(dict.fromkeys(r["scenario"] for r in results))
+    cols = [m for m in METHODS if any(r["method"] == m for r in results)]
+    cell = {(r["scenario"], r["method"]): r for r in results}
+    lines = [f"Size `{meta['size']}` hash-distributed by organisation_id over Citus {meta['citus']} "
+             f"({meta['shards']} shards, coordinator + 2 workers on one machine), beside the single node the rows "
+             f"were copied from; PostgreSQL {meta['postgres']}, {meta['cpu']} cores shared by all four servers, "
+             f"shared_buffers {meta['shared_buffers']} per Citus node and {meta['shared_buffers_one_node']} on the "
+             f"single node; pgbench -T {meta['seconds_per_cell']} per cell, 1 client, -M prepared.", "",
+             "p50 / p95 / p99 (ms):", "",
+             "| scenario | " + " | ".join(LABELS[m] for m in cols) + " |", "|---|" + "---|" * len(cols)]
+    for s in scen:
+        cells = [f"{r['p50']:.2f} / {r['p95']:.2f} / {r['p99']:.2f}" if (r := cell.get((s, m))) else "-"
+                 for m in cols]
+        lines.append(f"| {s} | " + " | ".join(cells) + " |")
+    lines += ["", "alerts_search against GIN on the distributed table (p95 ratio), and the coordinator's share "
+                  "of a call (p50 through the coordinator minus the same call on the tenant's worker):", "",
+              "| scenario | alerts_search / GIN (p95) | coordinator overhead (p50 ms) |", "|---|---|---|"]
+    for s in scen:
+        g, a, w = (cell.get((s, m)) for m in ("gin", "search", "search_worker"))
+        lines.append(f"| {s} | " + " | ".join([
+            f"{a['p95'] / g['p95']:.2f}x" if a and g else "-",
+            f"{a['p50'] - w['p50']:.3f}" if a and w else "-"]) + " |")
+    lines += ["", "Citus' floor for a router query (one indexed row of one tenant), p50 / p95 ms:", "",
+              "| where | p50 | p95 |", "|---|---|---|"]
+    for where, r in floors.items():
+        lines.append(f"| {where} | {r['p50']:.3f} | {r['p95']:.3f} |")
+    if tput:
+        lines += ["", f"Throughput, 8 clients, the core scenarios above mixed at random, -T "
+                      f"{meta['throughput_seconds']} (2 cores shared by every server: this shows the cost of the "
+                      f"extra hop under load, not scaling):", "",
+                  "| method | pages/s | p50 ms | p95 ms | p99 ms |", "|---|---|---|---|---|"]
+        for r in tput:
+            lines.append(f"| {LABELS[r['method']]} | {r['tps']:.0f} | {r['p50']:.2f} | {r['p95']:.2f} | "
+                         f"{r['p99']:.2f} |")
+    path.write_text("\n".join(lines) + "\n")
