@@ -6,7 +6,7 @@
 -- 18; the procedures and checks accept partitioned tables (the backfill
 -- walks every leaf partition; alerts_index_command returns one statement
 -- per row), and Citus tables (alerts_search reads the tenant's shard or
--- routes one statement to it through alerts_search_page; the backfill runs
+-- routes one statement to it through alerts_search_wire; the backfill runs
 -- on every shard placement).
 \echo Use "ALTER EXTENSION alerts UPDATE TO '0.3.0'" to load this file. \quit
 
@@ -57,18 +57,18 @@ COMMENT ON FUNCTION alerts_index_command(regclass, name) IS
     'The statements that create the fast-path index: the pagination index (organisation_id, id DESC) with the bitmap INCLUDEd, so alerts_search and filtered pages walk it index-only. One CREATE INDEX CONCURRENTLY for a table; for a partitioned table, an index ON ONLY each partitioned table, one built concurrently on each leaf partition and ALTER INDEX ... ATTACH PARTITION for each. Run them with \gexec: SELECT alerts_index_command(''alerts'') \gexec';
 
 
-CREATE FUNCTION alerts_search_page(
+CREATE FUNCTION alerts_search_wire(
     rel anyelement,
     organisation_id text,
     filter jsonb,
     since timestamptz DEFAULT now() - interval '30 days',
     before_id text DEFAULT NULL,
     page_size integer DEFAULT 50
-) RETURNS anyarray
-    AS 'MODULE_PATHNAME', 'alerts_search_page'
+) RETURNS bytea
+    AS 'MODULE_PATHNAME', 'alerts_search_wire'
     LANGUAGE c STABLE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION alerts_search_page(anyelement, text, jsonb, timestamptz, text, integer) IS
-    'The page of alerts_search as one array of the table''s rows: what a Citus node sends back for a routed call on a distributed table. Use alerts_search.';
+COMMENT ON FUNCTION alerts_search_wire(anyelement, text, jsonb, timestamptz, text, integer) IS
+    'Internal: the page of alerts_search in the binary form a Citus worker sends back for a routed call on a distributed table (the rows'' columns in their binary send format). Use alerts_search.';
 
 
 CREATE FUNCTION alerts_citus_table(rel regclass) RETURNS boolean

@@ -170,18 +170,18 @@ CREATE FUNCTION alerts_search(
 COMMENT ON FUNCTION alerts_search(anyelement, text, jsonb, timestamptz, text, integer) IS
     'An exact page of table rel (call as SELECT * FROM alerts_search(NULL::alerts, org, filter)): rows of organisation_id matching filter, newest first, id >= alerts_ulid_floor(since) and id < before_id (NULL: first page), page_size at most. Walks the pagination index (index-only with the bitmap INCLUDEd); once the filter proves rare, switches to a GIN index on attribute_values if there is one. Columns by convention: id, organisation_id, attribute_values, attribute_values_bitmap (use a view to rename).';
 
-CREATE FUNCTION alerts_search_page(
+CREATE FUNCTION alerts_search_wire(
     rel anyelement,
     organisation_id text,
     filter jsonb,
     since timestamptz DEFAULT now() - interval '30 days',
     before_id text DEFAULT NULL,
     page_size integer DEFAULT 50
-) RETURNS anyarray
-    AS 'MODULE_PATHNAME', 'alerts_search_page'
+) RETURNS bytea
+    AS 'MODULE_PATHNAME', 'alerts_search_wire'
     LANGUAGE c STABLE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION alerts_search_page(anyelement, text, jsonb, timestamptz, text, integer) IS
-    'The page of alerts_search as one array of the table''s rows: what a Citus node sends back for a routed call on a distributed table. Use alerts_search.';
+COMMENT ON FUNCTION alerts_search_wire(anyelement, text, jsonb, timestamptz, text, integer) IS
+    'Internal: the page of alerts_search in the binary form a Citus worker sends back for a routed call on a distributed table (the rows'' columns in their binary send format). Use alerts_search.';
 
 CREATE FUNCTION alerts_search_probe(id text, bitmap bit, filter jsonb) RETURNS boolean
     AS 'MODULE_PATHNAME', 'alerts_search_probe'

@@ -13,10 +13,11 @@
 //! - `routes.rs`: the session's memory of filters found rare;
 //! - `citus.rs`: Citus distributed tables (the tenant's shard, or one
 //!   routed statement to the node that has it);
+//! - `wire.rs`: the binary form in which that node sends the page back;
 //! - `spi.rs`: SPI helpers and the page being built.
 //!
-//! `alerts_search_page` is the same search returning the page as one array:
-//! what a node sends back for a routed call.
+//! `alerts_search_wire` is the same search returning the page in that
+//! binary form: what a node sends back for a routed call.
 //!
 //! Every row returned passed `alerts_attrs_match`.
 
@@ -28,6 +29,7 @@ mod routes;
 mod spi;
 mod statements;
 mod walk;
+mod wire;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -42,7 +44,7 @@ use crate::datum::{error, text_datum};
 use spi::{cstr_owned, Page};
 
 crate::finfo_v1!(pg_finfo_alerts_search);
-crate::finfo_v1!(pg_finfo_alerts_search_page);
+crate::finfo_v1!(pg_finfo_alerts_search_wire);
 
 /// What one table read by searches keeps for the session: its statements
 /// and route memory.
@@ -127,21 +129,21 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
     }
 }
 
-/// `alerts_search_page(...) RETURNS anyarray`: the same page as one array of
-/// the table's rows.
+/// `alerts_search_wire(...) RETURNS bytea`: the same page in the binary form
+/// a routed call brings back from a Citus worker (`wire.rs`).
 ///
 /// # Safety
 /// Called by Postgres through the V1 convention.
 #[unsafe(no_mangle)]
 #[pg_guard]
-pub unsafe extern "C-unwind" fn alerts_search_page(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
-    crate::datum::enter("alerts_search_page");
+pub unsafe extern "C-unwind" fn alerts_search_wire(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    crate::datum::enter("alerts_search_wire");
     // SAFETY: the arguments are checked before use.
     unsafe {
         let args = checked_args(fcinfo);
-        let mut page = Page::array(args.page_size as i64);
+        let mut page = Page::rows(args.page_size as i64);
         fill(fcinfo, &args, &mut page);
-        page.into_array(args.rowtype)
+        wire::encode(&page.into_rows(), args.rowtype)
     }
 }
 
@@ -247,7 +249,10 @@ unsafe fn fill(fcinfo: pg_sys::FunctionCallInfo, args: &Args, page: &mut Page) {
                             Some(Datum::from(args.page_size)),
                         ],
                     );
-                    page.add_columns(routed, args.rowtype);
+                    // no row when the tenant has none: an empty page
+                    if let Some(w) = spi::first_value(routed) {
+                        wire::decode(w, args.rowtype, |row| page.add_row(row));
+                    }
                     None
                 }
                 citus::Target::Shard(shard) => Some(shard),

@@ -172,10 +172,10 @@ pub unsafe fn execute_nullable(
 }
 
 /// Where a page's rows go: the tuplestore `alerts_search` returns, or the
-/// array `alerts_search_page` returns (values copied out of SPI's memory).
+/// rows `alerts_search_wire` sends (values copied out of SPI's memory).
 enum Sink {
     Store(*mut pg_sys::Tuplestorestate),
-    Array(Vec<Datum>),
+    Rows(Vec<Datum>),
 }
 
 /// The page being built, in the table's row type, and how many rows it
@@ -198,10 +198,10 @@ impl Page {
         }
     }
 
-    /// A page returned as an array (see [`Page::into_array`]).
-    pub fn array(size: i64) -> Page {
+    /// A page collected as rows (see [`Page::into_rows`]).
+    pub fn rows(size: i64) -> Page {
         Page {
-            sink: Sink::Array(Vec::new()),
+            sink: Sink::Rows(Vec::new()),
             size,
             want: size,
         }
@@ -234,7 +234,7 @@ impl Page {
                     pg_sys::tuplestore_puttuple(*store, &mut tmp);
                 }
                 // into the memory of the caller of SPI_connect
-                Sink::Array(rows) => rows.push(pg_sys::SPI_datumTransfer(d, false, -1)),
+                Sink::Rows(rows) => rows.push(pg_sys::SPI_datumTransfer(d, false, -1)),
             }
         }
         self.want -= 1;
@@ -266,65 +266,24 @@ impl Page {
         copied
     }
 
-    /// Appends rows given as the table's columns (a page that another node
-    /// built), at most as many as the page still wants.
+    /// Appends one row another node sent (see `wire::decode`); false once
+    /// the page is full.
     ///
     /// # Safety
-    /// `tt` must be a live SPI result table whose columns are those of
-    /// `rowtype`, in order, without its dropped columns; SPI is connected.
-    pub unsafe fn add_columns(&mut self, tt: *mut pg_sys::SPITupleTable, rowtype: Oid) {
-        // SAFETY: as the caller's; the row type's descriptor is released
-        // before returning.
-        unsafe {
-            let desc = pg_sys::lookup_rowtype_tupdesc(rowtype, -1);
-            let natts = (*desc).natts as usize;
-            let mut values = vec![Datum::from(0usize); natts];
-            let mut nulls = vec![true; natts];
-            for i in 0..rows(tt) as usize {
-                if self.is_full() {
-                    break;
-                }
-                let row = *(*tt).vals.add(i);
-                let mut column = 0;
-                for (a, (value, null)) in values.iter_mut().zip(nulls.iter_mut()).enumerate() {
-                    if crate::compat::attribute(desc, a as i32 + 1).attisdropped {
-                        *null = true;
-                        continue;
-                    }
-                    column += 1;
-                    *value = pg_sys::SPI_getbinval(row, (*tt).tupdesc, column, null);
-                }
-                let tuple = pg_sys::heap_form_tuple(desc, values.as_mut_ptr(), nulls.as_mut_ptr());
-                self.push(pg_sys::HeapTupleHeaderGetDatum((*tuple).t_data));
-            }
-            pg_sys::DecrTupleDescRefCount(desc);
+    /// As [`Page::push`].
+    pub unsafe fn add_row(&mut self, d: Datum) -> bool {
+        if !self.is_full() {
+            // SAFETY: as the caller's.
+            unsafe { self.push(d) };
         }
+        !self.is_full()
     }
 
-    /// The page as an array of `rowtype`, built in the current memory
-    /// context (call after `SPI_finish`).
-    ///
-    /// # Safety
-    /// `rowtype` is the row type of the page's rows.
-    pub unsafe fn into_array(self, rowtype: Oid) -> Datum {
-        let Sink::Array(rows) = self.sink else {
-            unreachable!("into_array is called on array pages")
+    /// The page's rows, in the memory of the caller of `SPI_connect`.
+    pub fn into_rows(self) -> Vec<Datum> {
+        let Sink::Rows(rows) = self.sink else {
+            unreachable!("into_rows is called on pages collected as rows")
         };
-        // SAFETY: the rows are live composite datums of `rowtype`.
-        unsafe {
-            let a = if rows.is_empty() {
-                pg_sys::construct_empty_array(rowtype)
-            } else {
-                pg_sys::construct_array(
-                    rows.as_ptr() as *mut Datum,
-                    rows.len() as i32,
-                    rowtype,
-                    -1,
-                    false,
-                    pg_sys::TYPALIGN_DOUBLE as _,
-                )
-            };
-            Datum::from(a)
-        }
+        rows
     }
 }
