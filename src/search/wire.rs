@@ -79,6 +79,37 @@ unsafe fn binary_safe(typ: Oid) -> bool {
     }
 }
 
+/// Which way a column crosses: sent by this node, or received from another.
+#[derive(Clone, Copy)]
+enum Direction {
+    Out,
+    In,
+}
+
+/// The function that writes (`Out`: send or output) or reads (`In`: receive
+/// or input) a column in the form it crosses in, and the type's I/O
+/// parameter (for `In`).
+///
+/// # Safety
+/// `c` is a column of a valid row type.
+unsafe fn io_function(c: &Column, way: Direction) -> (pg_sys::FmgrInfo, Oid) {
+    let (mut func, mut ioparam, mut varlena) = (pg_sys::InvalidOid, pg_sys::InvalidOid, false);
+    // SAFETY: catalog lookups of a valid type; fmgr_info fills `f`.
+    unsafe {
+        match (way, c.binary) {
+            (Direction::Out, true) => {
+                pg_sys::getTypeBinaryOutputInfo(c.typ, &mut func, &mut varlena)
+            }
+            (Direction::Out, false) => pg_sys::getTypeOutputInfo(c.typ, &mut func, &mut varlena),
+            (Direction::In, true) => pg_sys::getTypeBinaryInputInfo(c.typ, &mut func, &mut ioparam),
+            (Direction::In, false) => pg_sys::getTypeInputInfo(c.typ, &mut func, &mut ioparam),
+        }
+        let mut f = pg_sys::FmgrInfo::default();
+        pg_sys::fmgr_info(func, &mut f);
+        (f, ioparam)
+    }
+}
+
 /// The page's rows (composite datums of `rowtype`) as one `bytea`, built in
 /// the current memory context.
 ///
@@ -91,18 +122,10 @@ pub unsafe fn encode(rows: &[Datum], rowtype: Oid) -> Datum {
         let cols = columns(desc);
         let mut out: Vec<u8> = Vec::with_capacity(64 + rows.len() * 512);
         out.extend_from_slice(&(cols.len() as i32).to_be_bytes());
-        let mut fns = Vec::with_capacity(cols.len());
-        for c in &cols {
-            let (mut func, mut varlena) = (pg_sys::InvalidOid, false);
-            if c.binary {
-                pg_sys::getTypeBinaryOutputInfo(c.typ, &mut func, &mut varlena);
-            } else {
-                pg_sys::getTypeOutputInfo(c.typ, &mut func, &mut varlena);
-            }
-            let mut f = pg_sys::FmgrInfo::default();
-            pg_sys::fmgr_info(func, &mut f);
-            fns.push(f);
-        }
+        let mut fns: Vec<_> = cols
+            .iter()
+            .map(|c| io_function(c, Direction::Out).0)
+            .collect();
         let natts = (*desc).natts as usize;
         let mut values = vec![Datum::from(0usize); natts];
         let mut nulls = vec![false; natts];
@@ -117,18 +140,17 @@ pub unsafe fn encode(rows: &[Datum], rowtype: Oid) -> Datum {
             for (c, f) in cols.iter().zip(fns.iter_mut()) {
                 if nulls[c.attno] {
                     out.extend_from_slice(&(-1i32).to_be_bytes());
-                } else if c.binary {
-                    let b = pg_sys::SendFunctionCall(f, values[c.attno]);
-                    let bytes = pgrx::varlena_to_byte_slice(b as *const pg_sys::varlena);
-                    out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
-                    out.extend_from_slice(bytes);
-                } else {
-                    let s =
-                        std::ffi::CStr::from_ptr(pg_sys::OutputFunctionCall(f, values[c.attno]));
-                    let bytes = s.to_bytes();
-                    out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
-                    out.extend_from_slice(bytes);
+                    continue;
                 }
+                let bytes = if c.binary {
+                    let b = pg_sys::SendFunctionCall(f, values[c.attno]);
+                    pgrx::varlena_to_byte_slice(b as *const pg_sys::varlena)
+                } else {
+                    std::ffi::CStr::from_ptr(pg_sys::OutputFunctionCall(f, values[c.attno]))
+                        .to_bytes()
+                };
+                out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
+                out.extend_from_slice(bytes);
             }
         }
         pg_sys::DecrTupleDescRefCount(desc);
@@ -166,18 +188,7 @@ pub unsafe fn decode(wire: Datum, rowtype: Oid, mut push: impl FnMut(Datum) -> b
                 "the table's definition differs between the coordinator and the worker: check the shard's columns with run_command_on_placements",
             );
         }
-        let mut fns = Vec::with_capacity(cols.len());
-        for c in &cols {
-            let (mut func, mut ioparam) = (pg_sys::InvalidOid, pg_sys::InvalidOid);
-            if c.binary {
-                pg_sys::getTypeBinaryInputInfo(c.typ, &mut func, &mut ioparam);
-            } else {
-                pg_sys::getTypeInputInfo(c.typ, &mut func, &mut ioparam);
-            }
-            let mut f = pg_sys::FmgrInfo::default();
-            pg_sys::fmgr_info(func, &mut f);
-            fns.push((f, ioparam));
-        }
+        let mut fns: Vec<_> = cols.iter().map(|c| io_function(c, Direction::In)).collect();
         let natts = (*desc).natts as usize;
         let mut values = vec![Datum::from(0usize); natts];
         let mut nulls = vec![true; natts];
