@@ -54,3 +54,24 @@ pub unsafe fn attribute<'a>(
         &*first.add(i)
     }
 }
+
+/// Begins an index scan of `index` on `heap` with `nkeys` scan keys and no
+/// ordering operators. PostgreSQL 18 added an instrumentation argument.
+///
+/// # Safety
+/// Both relations must be open and locked; `snapshot` must outlive the scan.
+pub unsafe fn index_beginscan(
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    snapshot: pg_sys::Snapshot,
+    nkeys: i32,
+) -> pg_sys::IndexScanDesc {
+    // SAFETY: as the caller's.
+    unsafe {
+        #[cfg(not(feature = "pg18"))]
+        let scan = pg_sys::index_beginscan(heap, index, snapshot, nkeys, 0);
+        #[cfg(feature = "pg18")]
+        let scan = pg_sys::index_beginscan(heap, index, snapshot, std::ptr::null_mut(), nkeys, 0);
+        scan
+    }
+}

@@ -26,6 +26,12 @@ pgrx::pg_module_magic!();
 /// benchmark measures both).
 pub static SEARCH_SHORTCUTS: pgrx::GucSetting<bool> = pgrx::GucSetting::<bool>::new(true);
 
+/// `alerts.search_direct_scan` (default on): whether `alerts_search` walks
+/// a plain table's pagination index directly (`search/scan.rs`) rather than
+/// through prepared statements. Off: the statement walk everywhere (same
+/// rows; kept as a way back and to test one walker against the other).
+pub static SEARCH_DIRECT_SCAN: pgrx::GucSetting<bool> = pgrx::GucSetting::<bool>::new(true);
+
 /// Registers the extension's settings when the library is loaded.
 #[pgrx::pg_guard]
 pub extern "C-unwind" fn _PG_init() {
@@ -34,6 +40,14 @@ pub extern "C-unwind" fn _PG_init() {
         c"Lets alerts_search send a tenant and filter its walk found rare straight to GIN for 10 seconds.",
         c"Only ever a shortcut to the exact GIN path: turning it off changes timings, never rows.",
         &SEARCH_SHORTCUTS,
+        pgrx::GucContext::Userset,
+        pgrx::GucFlags::default(),
+    );
+    pgrx::GucRegistry::define_bool_guc(
+        c"alerts.search_direct_scan",
+        c"Lets alerts_search walk a plain table's pagination index directly instead of through prepared statements.",
+        c"Both walks return the same rows; off is the statement walk everywhere.",
+        &SEARCH_DIRECT_SCAN,
         pgrx::GucContext::Userset,
         pgrx::GucFlags::default(),
     );

@@ -44,6 +44,9 @@ pub struct Indexes {
     pub keys: bool,
     /// A btree led by `(organisation_id, id)` (or the relation is a view).
     pub page: bool,
+    /// What the direct walk of `scan.rs` reads, when the table has the
+    /// layout it needs.
+    pub direct: Option<super::scan::Layout>,
 }
 
 /// The catalog statement and its last answer, for one table.
@@ -111,6 +114,7 @@ impl IndexCache {
                 gin: column(1),
                 keys: column(2),
                 page: column(3),
+                direct: super::scan::layout(relid),
             }
         };
         self.known = Some((known, epoch));

@@ -8,7 +8,9 @@
 //! - `indexes.rs`: which indexes the table has;
 //! - `walk.rs`: the page walk in chunks, and where it leaves for a rare
 //!   path (the decisions themselves are pure, in `alerts_core::walk`);
-//! - `probe.rs`: the walk's per-entry bloom test and what it counts;
+//! - `scan.rs`: the walk as one direct scan of the pagination index;
+//! - `probe.rs`: the statement walk's per-entry bloom test and what it
+//!   counts;
 //! - `rare.rs`: the tenant-keys, GIN and unbounded-walk paths;
 //! - `routes.rs`: the session's memory of filters found rare;
 //! - `citus.rs`: Citus distributed tables (the tenant's shard, or one
@@ -26,6 +28,7 @@ mod indexes;
 mod probe;
 mod rare;
 mod routes;
+mod scan;
 mod spi;
 mod statements;
 mod walk;
@@ -312,7 +315,31 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
                 },
                 jsonpath,
             };
-            walk::fill(&mut table.statements, &mut table.routes, &call, page);
+            // The direct scan where it reads what the statements would;
+            // roles and policies are checked on every call.
+            let direct = indexes.direct.filter(|_| {
+                crate::SEARCH_DIRECT_SCAN.get()
+                    && scan::plain_read(args.relid) && (source == args.relid || scan::plain_read(source))
+            });
+            match direct {
+                Some(layout) => {
+                    let mut walker = scan::IndexWalk::begin(
+                        source,
+                        args.relid,
+                        layout,
+                        compiled,
+                        call.org,
+                        call.floor,
+                        call.before,
+                    );
+                    walk::fill(&mut table.statements, &mut table.routes, &call, &mut walker, page);
+                    walker.end();
+                }
+                None => {
+                    let mut walker = walk::StatementWalk::new(&table.statements, &call);
+                    walk::fill(&mut table.statements, &mut table.routes, &call, &mut walker, page);
+                }
+            }
         });
     }
 }

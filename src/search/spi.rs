@@ -266,6 +266,17 @@ impl Page {
         copied
     }
 
+    /// Appends one row read from a table (a heap tuple of descriptor
+    /// `desc`, the page's row type), flattened out of TOAST as a composite
+    /// value would be.
+    ///
+    /// # Safety
+    /// `tuple` must be live and of descriptor `desc`; the page is not full.
+    pub unsafe fn add_tuple(&mut self, tuple: pg_sys::HeapTuple, desc: pg_sys::TupleDesc) {
+        // SAFETY: as the caller's; the datum is built in the current context.
+        unsafe { self.push(pg_sys::heap_copy_tuple_as_datum(tuple, desc)) }
+    }
+
     /// Appends one row another node sent (see `wire::decode`); false once
     /// the page is full.
     ///

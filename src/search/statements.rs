@@ -212,27 +212,6 @@ impl Statements {
         self.keys.insert(n, plan);
         plan
     }
-
-    /// The end of a chunk of `entries` entries below `cursor`, when the
-    /// probe could not tell it; None when the window has no such entry.
-    ///
-    /// # Safety
-    /// SPI must be connected; the datums are live.
-    pub unsafe fn frontier(
-        &self,
-        org: Datum,
-        floor: Datum,
-        cursor: Datum,
-        entries: i64,
-    ) -> Option<Datum> {
-        // SAFETY: as the caller's.
-        unsafe {
-            first_value(execute(
-                self.frontier,
-                &[org, floor, cursor, Datum::from(entries)],
-            ))
-        }
-    }
 }
 
 /// A relation's schema-qualified, quoted name.

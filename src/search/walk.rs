@@ -1,25 +1,73 @@
 //! The page walk: the window newest first along the pagination index in
-//! growing chunks, bloom-tested from the index, candidates rechecked from the
-//! heap. After each chunk that leaves the page short the walk may leave for a
-//! rare path (`alerts_core::walk::leave_walk`: the keys index's cost model,
-//! or fewer than one match in 200 entries for GIN); matches often come in
-//! bursts (many recent, then none), so the decision is taken chunk by chunk.
-//! Every choice is a pure function of `alerts_core::walk`; this file only
-//! runs statements and keeps the page.
+//! growing chunks, bloom-tested from the index, candidates checked exactly
+//! from the heap. After each chunk that leaves the page short the walk may
+//! leave for a rare path (`alerts_core::walk::leave_walk`: the keys index's
+//! cost model, or fewer than one match in 200 entries for GIN); matches
+//! often come in bursts (many recent, then none), so the decision is taken
+//! chunk by chunk. Every choice is a pure function of `alerts_core::walk`;
+//! this file only runs the chunks and keeps the page.
+//!
+//! Two walkers read the chunks, with the same answers: one direct scan of
+//! the pagination index (`scan.rs`, plain tables and Citus shards), and the
+//! prepared statements of `statements.rs` (views, partitioned tables, and
+//! tables read under row-level security or column grants).
 
 use alerts_core::walk::{first_chunk, leave_walk, next_chunk, remember_after_window, FIRST_WEEKS};
-use pgrx::pg_sys::Datum;
+use pgrx::pg_sys::{self, Datum};
 
 use super::routes::{Key, Routes};
-use super::spi::{execute, rows, Page};
+use super::spi::{execute, first_value, Page};
 use super::statements::Statements;
 use super::{probe, rare, Call};
+
+/// What one chunk of a walk read.
+#[derive(Default)]
+pub struct Walked {
+    /// Index entries read.
+    pub entries: i64,
+    /// Matches added to the page.
+    pub hits: i64,
+    /// Milliseconds of ULID time between the chunk's newest and oldest
+    /// entry, when both are ULIDs.
+    pub span_ms: Option<u64>,
+    /// The walk reached the end of the window.
+    pub end: bool,
+}
+
+/// A walker: reads the window in chunks, adding matches to the page as it
+/// finds them.
+pub trait Walk {
+    /// Adds the rows whose ids sort at or after '8' (no ULID does): read on
+    /// first pages, before the ULIDs.
+    ///
+    /// # Safety
+    /// The call's datums are live; SPI is connected for the statements.
+    unsafe fn above(&mut self, page: &mut Page);
+    /// Reads the next `entries` entries (all the rest when None), adding
+    /// matches until the page is full.
+    ///
+    /// # Safety
+    /// As [`Walk::above`].
+    unsafe fn chunk(&mut self, page: &mut Page, entries: Option<i64>) -> Walked;
+    /// Where the walk stopped: ids below it are unread. None before the
+    /// first entry.
+    ///
+    /// # Safety
+    /// As [`Walk::above`].
+    unsafe fn cursor(&self) -> Option<Datum>;
+}
 
 /// Fills `page` with the call's matches, newest first.
 ///
 /// # Safety
 /// SPI must be connected; the call's datums are live.
-pub unsafe fn fill(st: &mut Statements, routes: &mut Routes, call: &Call, page: &mut Page) {
+pub unsafe fn fill(
+    st: &mut Statements,
+    routes: &mut Routes,
+    call: &Call,
+    walker: &mut dyn Walk,
+    page: &mut Page,
+) {
     // SAFETY: as the caller's.
     unsafe {
         if call.compiled.matches_nothing() {
@@ -29,10 +77,7 @@ pub unsafe fn fill(st: &mut Statements, routes: &mut Routes, call: &Call, page: 
             // Ids at or after '8' (not ULIDs: other schemes, lowercase
             // hex...) come first in the index; usually there are none and
             // this costs one index descent.
-            page.add(execute(
-                st.above,
-                &[call.org, call.floor, call.filter, Datum::from(page.want)],
-            ));
+            walker.above(page);
             if page.is_full() {
                 return;
             }
@@ -51,7 +96,7 @@ pub unsafe fn fill(st: &mut Statements, routes: &mut Routes, call: &Call, page: 
                 return;
             }
         }
-        chunks(st, routes, route, call, page);
+        chunks(st, routes, route, call, walker, page);
     }
 }
 
@@ -61,85 +106,146 @@ unsafe fn chunks(
     routes: &mut Routes,
     route: Option<Key>,
     call: &Call,
+    walker: &mut dyn Walk,
     page: &mut Page,
 ) {
-    let mut cursor = call.before;
     let mut chunk = first_chunk(page.size());
     let mut first = true;
     let mut collected: i64 = 0;
-    // SAFETY: SPI is connected by the caller; datums are live.
+    // SAFETY: as the caller's.
     unsafe {
         loop {
             let want = page.want;
-            probe::reset();
-            let walked = execute(
-                st.walk,
-                &[
-                    call.org,
-                    call.floor,
-                    cursor,
-                    call.filter,
-                    Datum::from(want),
-                    Datum::from(chunk),
-                ],
-            );
-            let hits = rows(walked);
-            if hits >= want {
-                page.add(walked);
+            let walked = walker.chunk(page, Some(chunk));
+            if page.is_full() {
                 return;
             }
-            let entries = probe::entries();
-            if entries < chunk {
+            if walked.end {
                 // The walk reached the end of the window: that's all. If the
                 // rare path would have been cheaper, the next calls take it.
-                if collected == 0 && remember_after_window(call.paths, hits, entries) {
+                if collected == 0 && remember_after_window(call.paths, walked.hits, walked.entries)
+                {
                     if let Some(key) = route {
                         routes.remember(key, FIRST_WEEKS);
                     }
                 }
-                page.add(walked);
                 return;
             }
-            let frontier = if entries == chunk {
-                probe::smallest_id()
-            } else {
-                match st.frontier(call.org, call.floor, cursor, chunk) {
-                    Some(d) => d,
-                    None => {
-                        page.add(walked);
-                        return;
-                    }
-                }
-            };
-            if let Some(weeks) = leave_walk(call.paths, hits, chunk, probe::span_ms(), want) {
-                // The rare path answers the rest of the page below the
-                // cursor (it finds again what this chunk found).
+            if let Some(weeks) = leave_walk(call.paths, walked.hits, chunk, walked.span_ms, want) {
+                // The rare path answers the rest of the page below where the
+                // walk stopped.
                 if first {
                     if let Some(key) = route {
                         routes.remember(key, weeks);
                     }
                 }
+                let cursor = walker.cursor().unwrap_or(call.before);
                 rare::rest_of_page(st, call, cursor, page, weeks);
                 return;
             }
-            collected += page.add(walked);
+            collected += walked.hits;
             if !call.paths.any() {
                 // Nothing to leave for: walk the rest without a chunk bound.
-                page.add(execute(
-                    st.rest,
-                    &[
-                        call.org,
-                        call.floor,
-                        frontier,
-                        call.filter,
-                        Datum::from(page.want),
-                    ],
-                ));
+                walker.chunk(page, None);
                 return;
             }
-            chunk = next_chunk(page.want, chunk, hits);
-            cursor = frontier;
+            chunk = next_chunk(page.want, chunk, walked.hits);
             first = false;
         }
+    }
+}
+
+/// The walker of prepared statements: each chunk one statement from the
+/// cursor down, its entries counted by `alerts_search_probe`.
+pub struct StatementWalk<'s> {
+    above: pg_sys::SPIPlanPtr,
+    walk: pg_sys::SPIPlanPtr,
+    rest: pg_sys::SPIPlanPtr,
+    frontier: pg_sys::SPIPlanPtr,
+    call: &'s Call<'s>,
+    cursor: Option<Datum>,
+}
+
+impl<'s> StatementWalk<'s> {
+    pub fn new(st: &Statements, call: &'s Call<'s>) -> StatementWalk<'s> {
+        StatementWalk {
+            above: st.above,
+            walk: st.walk,
+            rest: st.rest,
+            frontier: st.frontier,
+            call,
+            cursor: None,
+        }
+    }
+}
+
+impl Walk for StatementWalk<'_> {
+    unsafe fn above(&mut self, page: &mut Page) {
+        let c = self.call;
+        // SAFETY: as the trait's.
+        unsafe {
+            page.add(execute(
+                self.above,
+                &[c.org, c.floor, c.filter, Datum::from(page.want)],
+            ));
+        }
+    }
+
+    unsafe fn chunk(&mut self, page: &mut Page, entries: Option<i64>) -> Walked {
+        let c = self.call;
+        let cursor = self.cursor.unwrap_or(c.before);
+        // SAFETY: as the trait's.
+        unsafe {
+            let Some(chunk) = entries else {
+                let hits = page.add(execute(
+                    self.rest,
+                    &[c.org, c.floor, cursor, c.filter, Datum::from(page.want)],
+                ));
+                return Walked {
+                    hits,
+                    end: true,
+                    ..Walked::default()
+                };
+            };
+            probe::reset();
+            let tt = execute(
+                self.walk,
+                &[
+                    c.org,
+                    c.floor,
+                    cursor,
+                    c.filter,
+                    Datum::from(page.want),
+                    Datum::from(chunk),
+                ],
+            );
+            let hits = page.add(tt);
+            let read = probe::entries();
+            let mut walked = Walked {
+                entries: read.min(chunk),
+                hits,
+                span_ms: probe::span_ms(),
+                end: read < chunk,
+            };
+            if page.is_full() || walked.end {
+                return walked;
+            }
+            // A plan may evaluate the probe on more entries than the chunk:
+            // then another statement tells where the chunk ended.
+            self.cursor = if read == chunk {
+                Some(probe::smallest_id())
+            } else {
+                first_value(execute(
+                    self.frontier,
+                    &[c.org, c.floor, cursor, Datum::from(chunk)],
+                ))
+            };
+            walked.end = self.cursor.is_none();
+            walked
+        }
+    }
+
+    unsafe fn cursor(&self) -> Option<Datum> {
+        self.cursor
     }
 }

@@ -44,6 +44,10 @@ END $$;
 
 -- Without GIN: the walk all the way.
 SELECT * FROM search_differential('walk only', 12);
+-- The same through the statement walk (the direct index walk off).
+SET alerts.search_direct_scan = off;
+SELECT * FROM search_differential('walk only, statements', 12);
+RESET alerts.search_direct_scan;
 -- With GIN: rare filters switch to it after the walk's budget.
 CREATE INDEX alerts_gin ON alerts USING gin (attribute_values jsonb_path_ops);
 ANALYZE alerts;
@@ -156,6 +160,54 @@ FROM unnest(ARRAY['{"svc": "hot"}', '{"env": "shared"}', '{"old": "yes"}', '{"sv
      LATERAL (SELECT NULL::text AS c UNION ALL (SELECT id FROM burst WHERE organisation_id = 'T1' ORDER BY id DESC OFFSET 100 LIMIT 1)) cursors
 GROUP BY f, size ORDER BY f, size;
 DROP TABLE burst;
+
+-- Whole rows from a table laid out unlike alerts: its pagination index
+-- ascending and without the bitmap (the walk tests the heap's bitmap), a
+-- dropped column, rows not yet backfilled (NULL bitmap: candidates, decided
+-- by the exact check), attributes stored out of line (TOAST). Both walkers
+-- return the table's rows, column for column.
+CREATE TABLE shapes (gone int, id text COLLATE "C" PRIMARY KEY, organisation_id text NOT NULL, note text,
+                     attribute_values jsonb NOT NULL, attribute_values_bitmap bit(512));
+ALTER TABLE shapes ALTER attribute_values SET STORAGE EXTERNAL;
+INSERT INTO shapes (gone, id, organisation_id, note, attribute_values)
+SELECT g, alerts_ulid(timestamptz '2026-01-01' + g * interval '1 minute'), 'S' || (g % 2), CASE WHEN g % 5 <> 0 THEN 'n' || g END,
+       jsonb_build_object('svc', 's' || (g % 4), 'blob', CASE WHEN g % 10 = 1 THEN repeat('x', 3000) END)
+FROM generate_series(1, 4000) g;
+UPDATE shapes SET attribute_values_bitmap = alerts_bloom(attribute_values) WHERE gone % 3 <> 0;
+ALTER TABLE shapes DROP COLUMN gone;
+CREATE INDEX shapes_page ON shapes (organisation_id, id);
+VACUUM ANALYZE shapes;
+SELECT count(*) FILTER (WHERE pg_column_size(attribute_values) > 2000) AS toasted, count(*) FILTER (WHERE attribute_values_bitmap IS NULL) AS no_bitmap FROM shapes;
+CREATE FUNCTION shapes_same(f jsonb, size int) RETURNS boolean LANGUAGE sql AS $$
+    SELECT (SELECT coalesce(string_agg(s::text, '|'), '') FROM alerts_search(NULL::shapes, 'S1', f, '-infinity', NULL, size) s)
+         = (SELECT coalesce(string_agg(t::text, '|' ORDER BY t.id DESC), '')
+            FROM (SELECT * FROM shapes WHERE organisation_id = 'S1' AND alerts_attrs_match(attribute_values, f) ORDER BY id DESC LIMIT size) t) $$;
+CREATE TEMP TABLE shape_cases AS
+SELECT f, size FROM unnest(ARRAY['{}', '{"svc": "s1"}', '{"svc": ["s1", "s3"]}', '{"blob": "none"}']) f,
+                    unnest(ARRAY[7, 300, 5000]) size;
+SELECT f, bool_and(shapes_same(f::jsonb, size)) AS direct FROM shape_cases GROUP BY f ORDER BY f;
+SET alerts.search_direct_scan = off;
+SELECT f, bool_and(shapes_same(f::jsonb, size)) AS statements FROM shape_cases GROUP BY f ORDER BY f;
+RESET alerts.search_direct_scan;
+-- Which walker ran: the statement walk calls alerts_search_probe for every
+-- index entry, the direct walk never does.
+CREATE FUNCTION probe_calls(rel text, org text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    before bigint := coalesce(pg_stat_get_xact_function_calls('alerts_search_probe(text,bit,jsonb)'::regprocedure), 0);
+    n bigint;
+BEGIN
+    EXECUTE format('SELECT count(*) FROM alerts_search(NULL::%I, %L, ''{}'', ''-infinity'', NULL, 50)', rel, org) INTO n;
+    RETURN coalesce(pg_stat_get_xact_function_calls('alerts_search_probe(text,bit,jsonb)'::regprocedure), 0) - before;
+END $$;
+SET track_functions = 'all';
+SELECT probe_calls('alerts', 'ORG_A') AS alerts_direct, probe_calls('shapes', 'S1') AS shapes_direct;
+SET alerts.search_direct_scan = off;
+SELECT probe_calls('alerts', 'ORG_A') > 0 AS alerts_statements, probe_calls('shapes', 'S1') > 0 AS shapes_statements;
+RESET alerts.search_direct_scan;
+RESET track_functions;
+DROP FUNCTION probe_calls(text, text);
+DROP FUNCTION shapes_same(jsonb, int);
+DROP TABLE shapes;
 
 -- Edge cases.
 SELECT count(*) AS first_page FROM alerts_search(NULL::alerts, 'ORG_A', '{}', '2025-12-01');

@@ -93,6 +93,31 @@ CALL alerts_disable('sec');
 RESET ROLE;
 DROP TABLE tenant_alerts;
 
+-- alerts_search reads a table with the caller's rights, as a query would:
+-- without SELECT on it, the permission error; under row-level security, the
+-- policy's rows only (the direct index walk steps aside for the statement
+-- walk, where the executor applies policies); its owner, not subject to the
+-- policy, sees every row.
+SELECT alerts_index_command('sec') \gexec
+\set VERBOSITY terse
+SET ROLE alerts_tenant;
+SELECT count(*) FROM alerts_search(NULL::sec, 'org1', '{}', '-infinity', NULL, 10);
+RESET ROLE;
+\set VERBOSITY default
+GRANT SELECT ON sec TO alerts_tenant;
+ALTER TABLE sec ENABLE ROW LEVEL SECURITY;
+CREATE POLICY sec_no_e1 ON sec FOR SELECT TO alerts_tenant USING (attribute_values->>'env' <> 'e1');
+SET ROLE alerts_tenant;
+SELECT count(*) AS e1_rows_seen FROM alerts_search(NULL::sec, 'org1', '{"env": "e1"}', '-infinity', NULL, 1000);
+SELECT array(SELECT id FROM alerts_search(NULL::sec, 'org1', '{}', '-infinity', NULL, 1000))
+     = array(SELECT id FROM sec WHERE organisation_id = 'org1' ORDER BY id DESC) AS policy_rows_exact,
+       (SELECT count(*) FROM alerts_search(NULL::sec, 'org1', '{}', '-infinity', NULL, 1000)) AS rows_seen;
+RESET ROLE;
+SELECT count(*) AS owner_sees_e1 FROM alerts_search(NULL::sec, 'org1', '{"env": "e1"}', '-infinity', NULL, 1000);
+DROP POLICY sec_no_e1 ON sec;
+ALTER TABLE sec DISABLE ROW LEVEL SECURITY;
+REVOKE SELECT ON sec FROM alerts_tenant;
+
 -- The extension is trusted: a database owner without superuser can install it.
 DROP DATABASE IF EXISTS alerts_trusted;
 CREATE DATABASE alerts_trusted OWNER alerts_tenant;

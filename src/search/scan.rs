@@ -1,0 +1,412 @@
+//! The walk as one direct scan of the pagination index: no statement, no
+//! executor. The btree on `(organisation_id, id)` is read newest first from
+//! the cursor down to the window's floor; each entry's bitmap is tested where
+//! the index holds it (`INCLUDE (attribute_values_bitmap)`, read from the
+//! index tuple, as an index-only scan would) and only candidates are fetched
+//! from the heap, through the same scan (no second descent per candidate),
+//! and checked exactly. The statement walk of `walk.rs` paid executor start
+//! for two statements per call and one more index descent per candidate
+//! (the `LATERAL` lookup); this is that walk without them.
+//!
+//! Used where it reads exactly what the statements would: a plain table (or
+//! a Citus shard) whose `organisation_id` and `id` are text, with a valid,
+//! non-partial btree led by them in the columns' own collations, read by a
+//! role with `SELECT` on the table and no row-level security in force.
+//! Anything else (views, partitioned tables, policies, column grants) takes
+//! the statement walk, which the planner and executor make right.
+
+use alerts_core::Filter;
+use pgrx::pg_sys::{self, AttrNumber, Datum, Oid};
+
+use super::spi::{text_of, Page};
+use super::walk::{Walk, Walked};
+
+/// What the direct walk needs of a table, found from its relcache entry.
+#[derive(Clone, Copy)]
+pub struct Layout {
+    /// The btree led by (organisation_id, id).
+    index: Oid,
+    /// Whether its `id` column is `DESC` (then a forward scan reads newest
+    /// first).
+    id_desc: bool,
+    /// The bitmap's position among the index's columns, when it has it.
+    bitmap_in_index: Option<usize>,
+    attrs: AttrNumber,
+    bitmap: AttrNumber,
+}
+
+/// The table's layout for the direct walk, or None when it must take the
+/// statement walk (see the module comment).
+///
+/// # Safety
+/// `relid` must be a valid relation, locked by the caller's transaction or
+/// lockable.
+pub unsafe fn layout(relid: Oid) -> Option<Layout> {
+    // SAFETY: relcache entries are valid while open; every array read is
+    // bounded by the index's column count.
+    unsafe {
+        let rel = pg_sys::relation_open(relid, pg_sys::AccessShareLock as i32);
+        let found = layout_of(rel);
+        pg_sys::relation_close(rel, pg_sys::NoLock as i32);
+        found
+    }
+}
+
+unsafe fn layout_of(rel: pg_sys::Relation) -> Option<Layout> {
+    // SAFETY: as layout's.
+    unsafe {
+        if (*(*rel).rd_rel).relkind != pg_sys::RELKIND_RELATION as std::ffi::c_char {
+            return None;
+        }
+        let desc = (*rel).rd_att;
+        let column = |name: &str, types: &[Oid]| -> Option<(AttrNumber, Oid)> {
+            for attno in 1..=(*desc).natts {
+                let a = crate::compat::attribute(desc, attno);
+                if !a.attisdropped
+                    && std::ffi::CStr::from_ptr(a.attname.data.as_ptr()).to_bytes()
+                        == name.as_bytes()
+                {
+                    return types
+                        .contains(&a.atttypid)
+                        .then_some((attno as AttrNumber, a.attcollation));
+                }
+            }
+            None
+        };
+        let (org, org_coll) = column("organisation_id", &[pg_sys::TEXTOID])?;
+        let (id, id_coll) = column("id", &[pg_sys::TEXTOID])?;
+        let (attrs, _) = column("attribute_values", &[pg_sys::JSONBOID])?;
+        let (bitmap, _) = column(
+            "attribute_values_bitmap",
+            &[pg_sys::BITOID, pg_sys::VARBITOID],
+        )?;
+        let list = pg_sys::RelationGetIndexList(rel);
+        let mut best: Option<Layout> = None;
+        for i in 0..pg_sys::list_length(list) {
+            let oid = (*pg_sys::list_nth_cell(list, i)).oid_value;
+            let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as i32);
+            let form = &*(*index).rd_index;
+            let keys = form.indkey.values.as_slice(form.indnatts as usize);
+            let usable = (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
+                && form.indisvalid
+                && form.indnkeyatts >= 2
+                && keys[0] == org
+                && keys[1] == id
+                && *(*index).rd_opcintype == pg_sys::TEXTOID
+                && *(*index).rd_opcintype.add(1) == pg_sys::TEXTOID
+                && *(*index).rd_indcollation == org_coll
+                && *(*index).rd_indcollation.add(1) == id_coll
+                && pg_sys::RelationGetIndexPredicate(index).is_null();
+            if usable {
+                let candidate = Layout {
+                    index: oid,
+                    id_desc: *(*index).rd_indoption.add(1) as u32 & pg_sys::INDOPTION_DESC != 0,
+                    bitmap_in_index: keys.iter().position(|&k| k == bitmap),
+                    attrs,
+                    bitmap,
+                };
+                if best.is_none_or(|b| {
+                    b.bitmap_in_index.is_none() && candidate.bitmap_in_index.is_some()
+                }) {
+                    best = Some(candidate);
+                }
+            }
+            pg_sys::index_close(index, pg_sys::NoLock as i32);
+        }
+        best
+    }
+}
+
+/// Whether the current role reads `relid` exactly as a statement would
+/// without the executor's help: `SELECT` on the whole table and no
+/// row-level security policy in force. Checked on every call (roles change
+/// within a session).
+///
+/// # Safety
+/// `relid` must be a valid relation.
+pub unsafe fn plain_read(relid: Oid) -> bool {
+    // SAFETY: catalog lookups of a valid relation.
+    unsafe {
+        pg_sys::pg_class_aclcheck(
+            relid,
+            pg_sys::GetUserId(),
+            pg_sys::ACL_SELECT as pg_sys::AclMode,
+        ) == pg_sys::AclResult::ACLCHECK_OK
+            && matches!(
+                pg_sys::check_enable_rls(relid, pg_sys::InvalidOid, true) as u32,
+                pg_sys::CheckEnableRlsResult::RLS_NONE | pg_sys::CheckEnableRlsResult::RLS_NONE_ENV
+            )
+    }
+}
+
+/// One call's scan of the pagination index.
+pub struct IndexWalk<'a> {
+    heap: pg_sys::Relation,
+    index: pg_sys::Relation,
+    scan: pg_sys::IndexScanDesc,
+    slot: *mut pg_sys::TupleTableSlot,
+    direction: pg_sys::ScanDirection::Type,
+    layout: Layout,
+    filter: &'a Filter,
+    /// The rows' type when it is not the relation's own (a Citus shard's
+    /// rows are returned as the distributed table's): its descriptor and
+    /// the conversion by column name.
+    output: Option<(pg_sys::Relation, *mut pg_sys::TupleConversionMap)>,
+    /// Memory of one entry's work (detoasted attributes, the row's copy),
+    /// reset after each.
+    entry_cxt: pg_sys::MemoryContext,
+    keys: [pg_sys::ScanKeyData; 3],
+    /// Whether the scan has been started with the walk's keys, and has
+    /// read its last entry.
+    started: bool,
+    done: bool,
+    /// The smallest id read so far: ids below it are unread.
+    smallest: Vec<u8>,
+}
+
+impl<'a> IndexWalk<'a> {
+    /// Opens relation `source` (the table or its shard) and its pagination
+    /// index for a walk below `before` down to `floor` within tenant `org`,
+    /// returning rows of `rows_of`'s type.
+    ///
+    /// # Safety
+    /// The datums are non-null text datums live for the call; `layout` is
+    /// `source`'s in this relcache epoch.
+    pub unsafe fn begin(
+        source: Oid,
+        rows_of: Oid,
+        layout: Layout,
+        filter: &'a Filter,
+        org: Datum,
+        floor: Datum,
+        before: Datum,
+    ) -> IndexWalk<'a> {
+        // SAFETY: relations are opened and locked here and closed by `end`;
+        // the scan keys are built from the index's own operator families.
+        unsafe {
+            let heap = pg_sys::table_open(source, pg_sys::AccessShareLock as i32);
+            let index = pg_sys::index_open(layout.index, pg_sys::AccessShareLock as i32);
+            let output = (source != rows_of).then(|| {
+                let rel = pg_sys::table_open(rows_of, pg_sys::AccessShareLock as i32);
+                (
+                    rel,
+                    pg_sys::convert_tuples_by_name((*heap).rd_att, (*rel).rd_att),
+                )
+            });
+            let scan = crate::compat::index_beginscan(heap, index, pg_sys::GetActiveSnapshot(), 3);
+            (*scan).xs_want_itup = true;
+            let mut walk = IndexWalk {
+                heap,
+                index,
+                scan,
+                slot: pg_sys::table_slot_create(heap, std::ptr::null_mut()),
+                direction: if layout.id_desc {
+                    pg_sys::ScanDirection::ForwardScanDirection
+                } else {
+                    pg_sys::ScanDirection::BackwardScanDirection
+                },
+                layout,
+                filter,
+                output,
+                entry_cxt: pg_sys::AllocSetContextCreateInternal(
+                    pg_sys::CurrentMemoryContext,
+                    c"alerts_search entry".as_ptr(),
+                    pg_sys::ALLOCSET_SMALL_MINSIZE as usize,
+                    pg_sys::ALLOCSET_SMALL_INITSIZE as usize,
+                    pg_sys::ALLOCSET_SMALL_MAXSIZE as usize,
+                ),
+                keys: Default::default(),
+                started: false,
+                done: false,
+                smallest: Vec::new(),
+            };
+            walk.key(0, 1, pg_sys::BTEqualStrategyNumber, org);
+            walk.key(1, 2, pg_sys::BTGreaterEqualStrategyNumber, floor);
+            walk.key(2, 2, pg_sys::BTLessStrategyNumber, before);
+            walk
+        }
+    }
+
+    /// Scan key `n`: index column `column` compared by `strategy` of its
+    /// operator family with `value`, in the column's collation.
+    unsafe fn key(&mut self, n: usize, column: i16, strategy: u32, value: Datum) {
+        // SAFETY: the index's arrays have an entry per key column.
+        unsafe {
+            let c = column as usize - 1;
+            let family = *(*self.index).rd_opfamily.add(c);
+            let ty = *(*self.index).rd_opcintype.add(c);
+            let op = pg_sys::get_opfamily_member(family, ty, ty, strategy as i16);
+            let key = &mut self.keys[n];
+            pg_sys::ScanKeyInit(key, column, strategy as u16, pg_sys::get_opcode(op), value);
+            key.sk_collation = *(*self.index).rd_indcollation.add(c);
+        }
+    }
+
+    /// (Re)starts the scan with the current keys.
+    unsafe fn restart(&mut self) {
+        // SAFETY: the scan was begun with three keys.
+        unsafe {
+            pg_sys::index_rescan(
+                self.scan,
+                self.keys.as_mut_ptr(),
+                3,
+                std::ptr::null_mut(),
+                0,
+            );
+        }
+        self.done = false;
+        self.started = true;
+    }
+
+    /// Reads entries until `limit` of them are read, the page is full or
+    /// the scan ends; returns the entries read, the matches added and the
+    /// ULID time the entries spanned.
+    unsafe fn read(&mut self, page: &mut Page, limit: Option<i64>) -> Walked {
+        let mut walked = Walked::default();
+        let mut newest: Option<Vec<u8>> = None;
+        let natts = unsafe { (*(*self.index).rd_rel).relnatts } as usize;
+        let mut values = vec![Datum::from(0usize); natts];
+        let mut nulls = vec![false; natts];
+        // SAFETY: index tuples are read before the next call moves the scan;
+        // heap values are read from the slot the scan filled.
+        unsafe {
+            while !page.is_full() && limit.is_none_or(|l| walked.entries < l) {
+                pgrx::check_for_interrupts!();
+                if pg_sys::index_getnext_tid(self.scan, self.direction).is_null() {
+                    self.done = true;
+                    break;
+                }
+                walked.entries += 1;
+                pg_sys::index_deform_tuple(
+                    (*self.scan).xs_itup,
+                    (*self.scan).xs_itupdesc,
+                    values.as_mut_ptr(),
+                    nulls.as_mut_ptr(),
+                );
+                let id = crate::datum::varlena_bytes(values[1]);
+                self.smallest.clear();
+                self.smallest.extend_from_slice(id);
+                if newest.is_none() {
+                    newest = Some(id.to_vec());
+                }
+                if let Some(b) = self.layout.bitmap_in_index {
+                    // A NULL bitmap (not yet backfilled) is a candidate.
+                    if !nulls[b] && !self.filter.bloom_match(crate::datum::bitmap_arg(values[b])) {
+                        continue;
+                    }
+                }
+                let old = pg_sys::MemoryContextSwitchTo(self.entry_cxt);
+                if self.candidate(page) {
+                    walked.hits += 1;
+                }
+                pg_sys::MemoryContextSwitchTo(old);
+                pg_sys::MemoryContextReset(self.entry_cxt);
+            }
+        }
+        walked.end = self.done;
+        let time = |id: &[u8]| alerts_core::keys::time_of_id(id);
+        walked.span_ms = newest
+            .as_deref()
+            .and_then(time)
+            .zip(time(&self.smallest))
+            .map(|(hi, lo)| hi.saturating_sub(lo).max(1));
+        walked
+    }
+
+    /// The current entry, a bloom candidate: fetched from the heap (if
+    /// visible to the snapshot), checked exactly, and added to the page if
+    /// it matches.
+    unsafe fn candidate(&mut self, page: &mut Page) -> bool {
+        // SAFETY: the scan is positioned on an entry; the slot holds the
+        // fetched tuple until the next fetch.
+        unsafe {
+            if !pg_sys::index_fetch_heap(self.scan, self.slot) {
+                return false; // not visible to this snapshot
+            }
+            let slot = self.slot;
+            let wanted = self.layout.attrs.max(self.layout.bitmap) as i32;
+            if ((*slot).tts_nvalid as i32) < wanted {
+                pg_sys::slot_getsomeattrs_int(slot, wanted);
+            }
+            let value = |attno: AttrNumber| {
+                let i = attno as usize - 1;
+                (!*(*slot).tts_isnull.add(i)).then(|| *(*slot).tts_values.add(i))
+            };
+            if self.layout.bitmap_in_index.is_none() {
+                if let Some(bm) = value(self.layout.bitmap) {
+                    if !self.filter.bloom_match(crate::datum::bitmap_arg(bm)) {
+                        return false;
+                    }
+                }
+            }
+            let Some(attrs) = value(self.layout.attrs) else {
+                return false; // no attributes: matches no filter but {}
+            };
+            if !crate::jsonb::exact_match_of(self.filter, attrs) {
+                return false;
+            }
+            let mut free = false;
+            let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, &mut free);
+            match self.output {
+                None => page.add_tuple(tuple, (*self.heap).rd_att),
+                Some((rel, map)) => {
+                    let tuple = if map.is_null() {
+                        tuple
+                    } else {
+                        pg_sys::execute_attr_map_tuple(tuple, map)
+                    };
+                    page.add_tuple(tuple, (*rel).rd_att)
+                }
+            }
+            true
+        }
+    }
+
+    /// Ends the scan and closes the relations (their locks are kept to the
+    /// end of the transaction, as a statement's are).
+    ///
+    /// # Safety
+    /// Called once, last.
+    pub unsafe fn end(self) {
+        // SAFETY: everything here was opened by `begin`.
+        unsafe {
+            pg_sys::ExecDropSingleTupleTableSlot(self.slot);
+            pg_sys::index_endscan(self.scan);
+            pg_sys::MemoryContextDelete(self.entry_cxt);
+            if let Some((rel, _)) = self.output {
+                pg_sys::table_close(rel, pg_sys::NoLock as i32);
+            }
+            pg_sys::index_close(self.index, pg_sys::NoLock as i32);
+            pg_sys::table_close(self.heap, pg_sys::NoLock as i32);
+        }
+    }
+}
+
+impl Walk for IndexWalk<'_> {
+    unsafe fn above(&mut self, page: &mut Page) {
+        // SAFETY: the scan is open; the keys' datums live for the call.
+        unsafe {
+            let below = self.keys[2];
+            self.key(2, 2, pg_sys::BTGreaterEqualStrategyNumber, text_of(b"8"));
+            self.restart();
+            self.read(page, None);
+            self.keys[2] = below;
+            self.restart();
+            self.smallest.clear();
+        }
+    }
+
+    unsafe fn chunk(&mut self, page: &mut Page, entries: Option<i64>) -> Walked {
+        // SAFETY: the scan is open.
+        unsafe {
+            if !self.started {
+                self.restart();
+            }
+            self.read(page, entries)
+        }
+    }
+
+    unsafe fn cursor(&self) -> Option<Datum> {
+        (!self.smallest.is_empty()).then(|| text_of(&self.smallest))
+    }
+}
