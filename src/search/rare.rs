@@ -7,39 +7,52 @@ use alerts_core::keys::{clause_keys, week_at_most, week_floor, week_of_id, NO_WE
 use alerts_core::walk::{next_span, range_start, FIRST_WEEKS};
 use pgrx::pg_sys::Datum;
 
-use super::spi::{execute, first_id, text_of, Page};
+use super::spi::{execute, text_of, Page};
 use super::statements::Statements;
+use super::walk::Walk;
 use super::Call;
 
 /// Fills the rest of the page below `cursor` by the cheapest rare path the
-/// table offers; `weeks` is the first range the keys path reads.
+/// table offers; `weeks` is the first range the keys path reads. `walker`
+/// stands at `cursor`: it finds the window's ends for the keys path, and
+/// walks the rest when no index answers.
 ///
 /// # Safety
 /// SPI must be connected; the call's datums are live.
 pub unsafe fn rest_of_page(
     st: &mut Statements,
     call: &Call,
+    walker: &mut dyn Walk,
     cursor: Datum,
     page: &mut Page,
     weeks: u64,
 ) {
     // SAFETY: as the caller's.
     unsafe {
-        if call.paths.keys && by_keys(st, call, cursor, page, weeks) {
+        if call.paths.keys && by_keys(st, call, walker, cursor, page, weeks) {
             return;
         }
-        let want = Datum::from(page.want);
-        let tt = match &call.jsonpath {
+        match &call.jsonpath {
             Some(path) if call.paths.gin => {
                 let path = crate::datum::jsonpath_datum(path);
-                execute(
+                page.add(execute(
                     st.gin,
-                    &[call.org, call.floor, cursor, call.filter, want, path],
-                )
+                    &[
+                        call.org,
+                        call.floor,
+                        cursor,
+                        call.filter,
+                        Datum::from(page.want),
+                        path,
+                    ],
+                ));
             }
-            _ => execute(st.rest, &[call.org, call.floor, cursor, call.filter, want]),
-        };
-        page.add(tt);
+            // Neither index answers: the rest of the walk, from where the
+            // walker stands (which is `cursor`).
+            _ => {
+                walker.chunk(page, None);
+            }
+        }
     }
 }
 
@@ -52,13 +65,13 @@ pub unsafe fn rest_of_page(
 unsafe fn by_keys(
     st: &mut Statements,
     call: &Call,
+    walker: &mut dyn Walk,
     cursor: Datum,
     page: &mut Page,
     first_weeks: u64,
 ) -> bool {
     // SAFETY: SPI is connected by the caller; datums are live.
     unsafe {
-        let window = [call.org, call.floor, cursor];
         // The window's weeks: from the cursor's (or the tenant's newest
         // entry's, on a first page) down to the floor's (or the tenant's
         // oldest entry's, when the window reaches further back than a first
@@ -74,7 +87,7 @@ unsafe fn by_keys(
             // window: bound it by the tenant's newest entry below the
             // cursor, one lookup (a cursor far in the future would mean
             // weeks without a row).
-            let Some(newest) = first_id(st.newest, &window) else {
+            let Some(newest) = walker.end_id(cursor, true) else {
                 return true; // nothing in the window below the cursor
             };
             hi = hi.min(week_at_most(&newest).unwrap_or(lo));
@@ -82,7 +95,7 @@ unsafe fn by_keys(
         if hi.saturating_sub(lo) >= FIRST_WEEKS {
             // Still long: bound its old end by the tenant's oldest entry too
             // (an unbounded window starts in 1970).
-            let Some(oldest) = first_id(st.oldest, &window) else {
+            let Some(oldest) = walker.end_id(cursor, false) else {
                 return true;
             };
             lo = lo.max(week_of_id(&oldest));
@@ -128,7 +141,7 @@ unsafe fn by_keys(
                 // index descent), also when it is not a ULID. Without this a
                 // cursor far in the future ('ZZZ...') above a lowercase
                 // ULID looked up a million empty weeks, 256 at a time (3 s).
-                let Some(newest) = first_id(st.newest, &[call.org, call.floor, upper]) else {
+                let Some(newest) = walker.end_id(upper, true) else {
                     return true; // nothing left in the window
                 };
                 hi = hi.min(week_at_most(&newest).unwrap_or(lo)).max(lo);

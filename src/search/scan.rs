@@ -409,4 +409,41 @@ impl Walk for IndexWalk<'_> {
     unsafe fn cursor(&self) -> Option<Datum> {
         (!self.smallest.is_empty()).then(|| text_of(&self.smallest))
     }
+
+    unsafe fn end_id(&mut self, upper: Datum, newest: bool) -> Option<Vec<u8>> {
+        // SAFETY: a second scan of the open relations, ended here; the walk's
+        // own scan keeps its place.
+        unsafe {
+            let mut keys = self.keys;
+            self.key(2, 2, pg_sys::BTLessStrategyNumber, upper);
+            std::mem::swap(&mut keys, &mut self.keys);
+            let scan = crate::compat::index_beginscan(
+                self.heap,
+                self.index,
+                pg_sys::GetActiveSnapshot(),
+                3,
+            );
+            (*scan).xs_want_itup = true;
+            pg_sys::index_rescan(scan, keys.as_mut_ptr(), 3, std::ptr::null_mut(), 0);
+            let direction = if newest {
+                self.direction
+            } else {
+                -self.direction
+            };
+            let id = (!pg_sys::index_getnext_tid(scan, direction).is_null()).then(|| {
+                let natts = (*(*self.index).rd_rel).relnatts as usize;
+                let mut values = vec![Datum::from(0usize); natts];
+                let mut nulls = vec![false; natts];
+                pg_sys::index_deform_tuple(
+                    (*scan).xs_itup,
+                    (*scan).xs_itupdesc,
+                    values.as_mut_ptr(),
+                    nulls.as_mut_ptr(),
+                );
+                crate::datum::varlena_bytes(values[1]).to_vec()
+            });
+            pg_sys::index_endscan(scan);
+            id
+        }
+    }
 }

@@ -16,7 +16,7 @@ use alerts_core::walk::{first_chunk, leave_walk, next_chunk, remember_after_wind
 use pgrx::pg_sys::{self, Datum};
 
 use super::routes::{Key, Routes};
-use super::spi::{execute, first_value, Page};
+use super::spi::{execute, first_id, first_value, Page};
 use super::statements::Statements;
 use super::{probe, rare, Call};
 
@@ -55,6 +55,13 @@ pub trait Walk {
     /// # Safety
     /// As [`Walk::above`].
     unsafe fn cursor(&self) -> Option<Datum>;
+    /// The newest (or oldest) id of the window below `upper`, visible or
+    /// not: the rare paths only bound ranges with it, and a dead entry's id
+    /// only widens them.
+    ///
+    /// # Safety
+    /// As [`Walk::above`].
+    unsafe fn end_id(&mut self, upper: Datum, newest: bool) -> Option<Vec<u8>>;
 }
 
 /// Fills `page` with the call's matches, newest first.
@@ -91,7 +98,7 @@ pub unsafe fn fill(
             if let Some(weeks) = routes.fresh(key) {
                 // Walked recently and found rare: straight to the rare path.
                 let started = std::time::Instant::now();
-                rare::rest_of_page(st, call, call.before, page, weeks);
+                rare::rest_of_page(st, call, walker, call.before, page, weeks);
                 routes.answered(key, started.elapsed());
                 return;
             }
@@ -140,7 +147,7 @@ unsafe fn chunks(
                     }
                 }
                 let cursor = walker.cursor().unwrap_or(call.before);
-                rare::rest_of_page(st, call, cursor, page, weeks);
+                rare::rest_of_page(st, call, walker, cursor, page, weeks);
                 return;
             }
             collected += walked.hits;
@@ -162,6 +169,8 @@ pub struct StatementWalk<'s> {
     walk: pg_sys::SPIPlanPtr,
     rest: pg_sys::SPIPlanPtr,
     frontier: pg_sys::SPIPlanPtr,
+    newest: pg_sys::SPIPlanPtr,
+    oldest: pg_sys::SPIPlanPtr,
     call: &'s Call<'s>,
     cursor: Option<Datum>,
 }
@@ -173,6 +182,8 @@ impl<'s> StatementWalk<'s> {
             walk: st.walk,
             rest: st.rest,
             frontier: st.frontier,
+            newest: st.newest,
+            oldest: st.oldest,
             call,
             cursor: None,
         }
@@ -247,5 +258,12 @@ impl Walk for StatementWalk<'_> {
 
     unsafe fn cursor(&self) -> Option<Datum> {
         self.cursor
+    }
+
+    unsafe fn end_id(&mut self, upper: Datum, newest: bool) -> Option<Vec<u8>> {
+        let c = self.call;
+        let plan = if newest { self.newest } else { self.oldest };
+        // SAFETY: as the trait's.
+        unsafe { first_id(plan, &[c.org, c.floor, upper]) }
     }
 }
