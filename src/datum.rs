@@ -76,7 +76,15 @@ pub unsafe fn varlena_bytes<'a>(d: Datum) -> &'a [u8] {
     // SAFETY: caller guarantees a valid varlena; detoast_packed returns either
     // the same pointer or a palloc'd copy in the current memory context.
     unsafe {
-        let v = pg_sys::pg_detoast_datum_packed(d.cast_mut_ptr());
+        let v = d.cast_mut_ptr::<pg_sys::varlena>();
+        // In line and not compressed (the usual case, and every index
+        // tuple's key): read in place, without a call into Postgres.
+        let plain = pgrx::varatt_is_4b_u(v) || (pgrx::varatt_is_1b(v) && !pgrx::varatt_is_1b_e(v));
+        let v = if plain {
+            v
+        } else {
+            pg_sys::pg_detoast_datum_packed(v)
+        };
         let len = pgrx::varsize_any_exhdr(v);
         let data = pgrx::vardata_any(v) as *const u8;
         std::slice::from_raw_parts(data, len)

@@ -283,11 +283,8 @@ impl<'a> IndexWalk<'a> {
                     values.as_mut_ptr(),
                     nulls.as_mut_ptr(),
                 );
-                let id = crate::datum::varlena_bytes(values[1]);
-                self.smallest.clear();
-                self.smallest.extend_from_slice(id);
                 if newest.is_none() {
-                    newest = Some(id.to_vec());
+                    newest = Some(crate::datum::varlena_bytes(values[1]).to_vec());
                 }
                 if let Some(b) = self.layout.bitmap_in_index {
                     // A NULL bitmap (not yet backfilled) is a candidate.
@@ -302,11 +299,19 @@ impl<'a> IndexWalk<'a> {
                 pg_sys::MemoryContextSwitchTo(old);
                 pg_sys::MemoryContextReset(self.entry_cxt);
             }
+            // Where the walk stands: the last entry read (still the scan's
+            // current tuple, whose id the deformed values point into).
+            if walked.entries > 0 && !self.done {
+                self.smallest.clear();
+                self.smallest
+                    .extend_from_slice(crate::datum::varlena_bytes(values[1]));
+            }
         }
         walked.end = self.done;
         let time = |id: &[u8]| alerts_core::keys::time_of_id(id);
         walked.span_ms = newest
             .as_deref()
+            .filter(|_| !self.done)
             .and_then(time)
             .zip(time(&self.smallest))
             .map(|(hi, lo)| hi.saturating_sub(lo).max(1));
