@@ -164,6 +164,9 @@ ORG_GIN_MARK = "(priority_id + 0) IS NOT NULL"
 
 
 def org_gin(db):
+    if not psql(db, "SELECT 1 FROM pg_available_extensions WHERE name = 'btree_gin'"):
+        print("bench: btree_gin is not available for this server; no btree_gin peer")
+        return
     t0 = time.time()
     psql(db, ["CREATE EXTENSION IF NOT EXISTS btree_gin",
               "SET maintenance_work_mem = '1GB'; CREATE INDEX IF NOT EXISTS alerts_org_gin ON alerts "
@@ -523,6 +526,11 @@ def main():
                     help="the same rows hash-distributed over a local Citus cluster (scripts/citus.sh, port "
                          "ALERTS_CITUS_PORT, default 5550) beside this single node: latency through the "
                          "coordinator, on the worker, delegated, and 8-client throughput (benches/citus.py)")
+    ap.add_argument("--cold", action="store_true",
+                    help="first-touch latency: the server restarted and its files evicted from the OS cache "
+                         "(vmtouch) before each filter class and method, one page for each of --tenants tenants "
+                         "(benches/cold.py)")
+    ap.add_argument("--tenants", type=int, default=40, help="tenants per cold filter class")
     ap.add_argument("--methods", default=None)
     ap.add_argument("--only", default="", help="substring filter on scenario names")
     ap.add_argument("--skip-write", action="store_true", help="skip the write-path benchmark")
@@ -530,6 +538,9 @@ def main():
     if args.citus:
         import citus
         return citus.main(args)
+    if args.cold:
+        import cold
+        return cold.main(args)
     seconds = int(args.seconds or (1 if args.size == "smoke" else 5))
     if args.transactions is None and args.size == "smoke" and args.seconds is None:
         args.transactions = 30

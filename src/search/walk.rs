@@ -62,6 +62,21 @@ pub trait Walk {
     /// # Safety
     /// As [`Walk::above`].
     unsafe fn end_id(&mut self, upper: Datum, newest: bool) -> Option<Vec<u8>>;
+    /// One range of the tenant-keys path, read directly: the rows of ids
+    /// in `[floor, upper)` whose keys overlap every array (one per
+    /// clause), checked exactly, newest first, as many as the page wants.
+    /// False, having added nothing, when this walker cannot (then the
+    /// keys statement answers the range).
+    ///
+    /// # Safety
+    /// As [`Walk::above`]; the arrays are `int8[]` datums.
+    unsafe fn keys_range(
+        &mut self,
+        arrays: &[Datum],
+        floor: Datum,
+        upper: Datum,
+        page: &mut Page,
+    ) -> bool;
 }
 
 /// Fills `page` with the call's matches, newest first.
@@ -258,6 +273,10 @@ impl Walk for StatementWalk<'_> {
 
     unsafe fn cursor(&self) -> Option<Datum> {
         self.cursor
+    }
+
+    unsafe fn keys_range(&mut self, _: &[Datum], _: Datum, _: Datum, _: &mut Page) -> bool {
+        false
     }
 
     unsafe fn end_id(&mut self, upper: Datum, newest: bool) -> Option<Vec<u8>> {

@@ -63,6 +63,11 @@ SELECT * FROM search_differential('walk, then tenant keys', 12);
 SET alerts.search_shortcuts = off;
 SELECT * FROM search_differential('walk, then tenant keys, no shortcuts', 12);
 RESET alerts.search_shortcuts;
+-- The same with the keys path's ranges read by the keys statement (the
+-- direct walk off): above, the direct walker read them from the index.
+SET alerts.search_direct_scan = off;
+SELECT * FROM search_differential('walk, then tenant keys, statements', 12);
+RESET alerts.search_direct_scan;
 DROP INDEX alerts_keys_idx;
 
 -- The GIN statement's predicate, alerts_filter_jsonpath, selects a superset
@@ -206,6 +211,36 @@ SELECT probe_calls('alerts', 'ORG_A') > 0 AS alerts_statements, probe_calls('sha
 RESET alerts.search_direct_scan;
 RESET track_functions;
 DROP FUNCTION probe_calls(text, text);
+-- A range of the keys path whose bitmap outgrows work_mem turns lossy: the
+-- direct walker hands that range to the keys statement (seen as calls of
+-- alerts_attrs_match, which only the statements make). 5,000 newest rows
+-- without the value send the walk to the keys path; 125,000 older ones in
+-- the same week have it.
+CREATE TABLE lossy (id text COLLATE "C" PRIMARY KEY, organisation_id text NOT NULL, attribute_values jsonb NOT NULL,
+                    attribute_values_bitmap bit(512));
+CREATE TRIGGER alerts_bloom BEFORE INSERT OR UPDATE ON lossy FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger();
+INSERT INTO lossy (id, organisation_id, attribute_values)
+SELECT alerts_ulid(timestamptz '2026-03-02' + g * interval '1 second'), 'L', jsonb_build_object('svc', CASE WHEN g > 125000 THEN 'new' ELSE 'old' END)
+FROM generate_series(1, 130000) g;
+CREATE INDEX lossy_page ON lossy (organisation_id, id DESC) INCLUDE (attribute_values_bitmap);
+CREATE INDEX lossy_keys ON lossy USING gin (alerts_keys(organisation_id, id, attribute_values));
+VACUUM ANALYZE lossy;
+CREATE FUNCTION lossy_page(OUT exact boolean, OUT statement_calls bigint) LANGUAGE plpgsql AS $$
+DECLARE
+    before bigint := coalesce(pg_stat_get_xact_function_calls('alerts_attrs_match(jsonb,jsonb)'::regprocedure), 0);
+BEGIN
+    exact := array(SELECT id FROM alerts_search(NULL::lossy, 'L', '{"svc": "old"}', '-infinity', NULL, 50))
+           = array(SELECT id FROM lossy WHERE organisation_id = 'L' AND attribute_values @> '{"svc": "old"}' ORDER BY id DESC LIMIT 50);
+    statement_calls := coalesce(pg_stat_get_xact_function_calls('alerts_attrs_match(jsonb,jsonb)'::regprocedure), 0) - before;
+END $$;
+SET track_functions = 'all';
+SELECT exact, statement_calls = 0 AS read_directly FROM lossy_page();
+SET work_mem = '64kB';
+SELECT exact, statement_calls > 0 AS by_statement FROM lossy_page();
+RESET work_mem;
+RESET track_functions;
+DROP FUNCTION lossy_page();
+DROP TABLE lossy;
 DROP FUNCTION shapes_same(jsonb, int);
 DROP TABLE shapes;
 
