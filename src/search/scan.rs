@@ -193,6 +193,53 @@ pub unsafe fn plain_read(relid: Oid) -> bool {
     }
 }
 
+/// Deforms the slot's row up to column `upto`; then [`slot_column`] reads
+/// any column up to it.
+///
+/// # Safety
+/// The slot holds a tuple.
+unsafe fn deform_slot(slot: *mut pg_sys::TupleTableSlot, upto: AttrNumber) {
+    // SAFETY: as the caller's.
+    unsafe {
+        if ((*slot).tts_nvalid as i32) < upto as i32 {
+            pg_sys::slot_getsomeattrs_int(slot, upto as i32);
+        }
+    }
+}
+
+/// Column `attno` of the slot's row, None when NULL.
+///
+/// # Safety
+/// The row is deformed up to `attno` ([`deform_slot`]).
+unsafe fn slot_column(slot: *mut pg_sys::TupleTableSlot, attno: AttrNumber) -> Option<Datum> {
+    let i = attno as usize - 1;
+    // SAFETY: as the caller's.
+    unsafe { (!*(*slot).tts_isnull.add(i)).then(|| *(*slot).tts_values.add(i)) }
+}
+
+/// Deforms the index tuple `scan` stands on into `values` and `nulls` (one
+/// entry per index column) and returns its `id` (column 2).
+///
+/// # Safety
+/// The scan returns index tuples (`xs_want_itup`) and stands on one; the id
+/// is valid until the scan moves.
+unsafe fn deform_entry<'t>(
+    scan: pg_sys::IndexScanDesc,
+    values: &mut [Datum],
+    nulls: &mut [bool],
+) -> &'t [u8] {
+    // SAFETY: as the caller's; the arrays have an entry per index column.
+    unsafe {
+        pg_sys::index_deform_tuple(
+            (*scan).xs_itup,
+            (*scan).xs_itupdesc,
+            values.as_mut_ptr(),
+            nulls.as_mut_ptr(),
+        );
+        crate::datum::varlena_bytes(values[1])
+    }
+}
+
 /// The strategy of `&&` in GIN's array operator classes.
 const GIN_OVERLAP: u32 = 1;
 
@@ -381,14 +428,9 @@ impl<'a> IndexWalk<'a> {
                     break;
                 }
                 walked.entries += 1;
-                pg_sys::index_deform_tuple(
-                    (*self.scan).xs_itup,
-                    (*self.scan).xs_itupdesc,
-                    values.as_mut_ptr(),
-                    nulls.as_mut_ptr(),
-                );
+                let id = deform_entry(self.scan, &mut values, &mut nulls);
                 if newest.is_none() {
-                    newest = Some(crate::datum::varlena_bytes(values[1]).to_vec());
+                    newest = Some(id.to_vec());
                 }
                 if let Some(b) = self.layout.bitmap_in_index {
                     // A NULL bitmap (not yet backfilled) is a candidate.
@@ -433,14 +475,8 @@ impl<'a> IndexWalk<'a> {
                 return false; // not visible to this snapshot
             }
             let slot = self.slot;
-            let wanted = self.layout.attrs.max(self.layout.bitmap) as i32;
-            if ((*slot).tts_nvalid as i32) < wanted {
-                pg_sys::slot_getsomeattrs_int(slot, wanted);
-            }
-            let value = |attno: AttrNumber| {
-                let i = attno as usize - 1;
-                (!*(*slot).tts_isnull.add(i)).then(|| *(*slot).tts_values.add(i))
-            };
+            deform_slot(slot, self.layout.attrs.max(self.layout.bitmap));
+            let value = |attno| slot_column(slot, attno);
             if self.layout.bitmap_in_index.is_none() {
                 if let Some(bm) = value(self.layout.bitmap) {
                     if !self.filter.bloom_match(crate::datum::bitmap_arg(bm)) {
@@ -563,14 +599,8 @@ impl<'a> IndexWalk<'a> {
             let l = self.layout;
             let old = pg_sys::MemoryContextSwitchTo(self.entry_cxt);
             let slot = self.slot;
-            let wanted = l.org.max(l.id).max(l.attrs).max(l.bitmap) as i32;
-            if ((*slot).tts_nvalid as i32) < wanted {
-                pg_sys::slot_getsomeattrs_int(slot, wanted);
-            }
-            let value = |attno: AttrNumber| {
-                let i = attno as usize - 1;
-                (!*(*slot).tts_isnull.add(i)).then(|| *(*slot).tts_values.add(i))
-            };
+            deform_slot(slot, l.org.max(l.id).max(l.attrs).max(l.bitmap));
+            let value = |attno| slot_column(slot, attno);
             let bytes = |d: Datum| crate::datum::varlena_bytes(d);
             let tenant = bytes(self.keys[0].sk_argument);
             let id = match (value(l.org), value(l.id), value(l.attrs)) {
@@ -718,13 +748,7 @@ impl Walk for IndexWalk<'_> {
                 let natts = (*(*self.index).rd_rel).relnatts as usize;
                 let mut values = vec![Datum::from(0usize); natts];
                 let mut nulls = vec![false; natts];
-                pg_sys::index_deform_tuple(
-                    (*scan).xs_itup,
-                    (*scan).xs_itupdesc,
-                    values.as_mut_ptr(),
-                    nulls.as_mut_ptr(),
-                );
-                crate::datum::varlena_bytes(values[1]).to_vec()
+                deform_entry(scan, &mut values, &mut nulls).to_vec()
             });
             pg_sys::index_endscan(scan);
             id
