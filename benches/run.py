@@ -4,7 +4,7 @@ all methods return the same rows, times every scenario with pgbench and
 prints a table, in one run so that ratios are comparable.
 
     python3 benches/run.py --size smoke|full|xl [--seconds S] [--out DIR]
-                           [--layout plain|by-created|by-id] [--citus]
+                           [--layout plain|by-created|by-id] [--citus] [--cold] [--mixed]
 
 Runs on whichever server PGHOST/PGPORT name (`bash benches/run.sh --pg 18`
 starts and picks that version's cluster). Peers the server lacks (RUM
@@ -297,12 +297,11 @@ def method_sql(m, s, db):
                 f"(SELECT * FROM {t} a WHERE a.id = c.id AND alerts_attrs_match(a.attribute_values, {f}){prio}) a "
                 f"ORDER BY c.id DESC LIMIT {s['limit']}")
     if m in ("search", "search_cold"):
-        if s["priority"]:
-            return None  # alerts_search has no column filters
+        cols = ", columns => '{\"priority_id\": [1, 2]}'" if s["priority"] else ""
         since_arg = "now() - interval '30 days'" if s["window"] == "30d" else "'-infinity'"
         before = lit(s["cursor"]) if s.get("cursor") else "NULL"
         return (f"SELECT * FROM alerts_search(NULL::{t}, {lit(s['org'])}, {f}, {since_arg}, {before}, "
-                f"{s['limit']})")
+                f"{s['limit']}{cols})")
     raise ValueError(m)
 
 
@@ -531,6 +530,11 @@ def main():
                          "(vmtouch) before each filter class and method, one page for each of --tenants tenants "
                          "(benches/cold.py)")
     ap.add_argument("--tenants", type=int, default=40, help="tenants per cold filter class")
+    ap.add_argument("--mixed", action="store_true",
+                    help="the mixed load instead (benches/mixed.py): 6 clients paging and 2 inserting, per setup, "
+                         "each setup in its own table")
+    ap.add_argument("--mixed-seconds", type=float, default=60, help="seconds per setup of the mixed load")
+    ap.add_argument("--insert-rate", type=int, default=200, help="rows/s the mixed load's inserts are throttled to")
     ap.add_argument("--methods", default=None)
     ap.add_argument("--only", default="", help="substring filter on scenario names")
     ap.add_argument("--skip-write", action="store_true", help="skip the write-path benchmark")
@@ -541,6 +545,9 @@ def main():
     if args.cold:
         import cold
         return cold.main(args)
+    if args.mixed:
+        import mixed
+        return mixed.main(args)
     seconds = int(args.seconds or (1 if args.size == "smoke" else 5))
     if args.transactions is None and args.size == "smoke" and args.seconds is None:
         args.transactions = 30

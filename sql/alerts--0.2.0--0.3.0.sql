@@ -7,7 +7,9 @@
 -- walks every leaf partition; alerts_index_command returns one statement
 -- per row), and Citus tables (alerts_search reads the tenant's shard or
 -- routes one statement to it through alerts_search_wire; the backfill runs
--- on every shard placement).
+-- on every shard placement). alerts_search takes a column filter
+-- (columns => '{"priority_id": [1, 2]}'), checked by alerts_columns_match in
+-- its statements.
 \echo Use "ALTER EXTENSION alerts UPDATE TO '0.3.0'" to load this file. \quit
 
 ALTER TYPE alerts_backfill_state
@@ -63,12 +65,38 @@ CREATE FUNCTION alerts_search_wire(
     filter jsonb,
     since timestamptz DEFAULT now() - interval '30 days',
     before_id text DEFAULT NULL,
-    page_size integer DEFAULT 50
+    page_size integer DEFAULT 50,
+    columns jsonb DEFAULT NULL
 ) RETURNS bytea
     AS 'MODULE_PATHNAME', 'alerts_search_wire'
     LANGUAGE c STABLE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION alerts_search_wire(anyelement, text, jsonb, timestamptz, text, integer) IS
+COMMENT ON FUNCTION alerts_search_wire(anyelement, text, jsonb, timestamptz, text, integer, jsonb) IS
     'Internal: the page of alerts_search in the binary form a Citus worker sends back for a routed call on a distributed table (the rows'' columns in their binary send format). Use alerts_search.';
+
+CREATE FUNCTION alerts_columns_match(row_value record, columns jsonb) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'alerts_columns_match'
+    LANGUAGE c STABLE STRICT PARALLEL SAFE COST 50;
+COMMENT ON FUNCTION alerts_columns_match(record, jsonb) IS
+    'Column filter test on a row (alerts_columns_match(a, ''{"priority_id": [1, 2], "status": "open"}'')): each named column equals the value, or one of the values of an array, by the column type''s equality (null: IS NULL); {} matches every row. The check alerts_search''s columns argument makes.';
+
+-- A column filter argument: the argument list changes, so the function is
+-- dropped and created again (a view that calls it must be dropped before
+-- the upgrade and created again after it).
+DROP FUNCTION alerts_search(anyelement, text, jsonb, timestamptz, text, integer);
+
+CREATE FUNCTION alerts_search(
+    rel anyelement,
+    organisation_id text,
+    filter jsonb,
+    since timestamptz DEFAULT now() - interval '30 days',
+    before_id text DEFAULT NULL,
+    page_size integer DEFAULT 50,
+    columns jsonb DEFAULT NULL
+) RETURNS SETOF anyelement
+    AS 'MODULE_PATHNAME', 'alerts_search'
+    LANGUAGE c STABLE PARALLEL RESTRICTED ROWS 50;
+COMMENT ON FUNCTION alerts_search(anyelement, text, jsonb, timestamptz, text, integer, jsonb) IS
+    'An exact page of table rel (call as SELECT * FROM alerts_search(NULL::alerts, org, filter)): rows of organisation_id matching filter, newest first, id >= alerts_ulid_floor(since) and id < before_id (NULL: first page), page_size at most; columns => ''{"priority_id": [1, 2]}'' also requires other columns of the row to equal a value or one of several (null: IS NULL), by each column type''s equality. Walks the pagination index (index-only with the bitmap INCLUDEd); once the filter proves rare, switches to the tenant-keys or a GIN index if there is one. Columns by convention: id, organisation_id, attribute_values, attribute_values_bitmap (use a view to rename).';
 
 
 CREATE FUNCTION alerts_citus_table(rel regclass) RETURNS boolean

@@ -163,12 +163,13 @@ CREATE FUNCTION alerts_search(
     filter jsonb,
     since timestamptz DEFAULT now() - interval '30 days',
     before_id text DEFAULT NULL,
-    page_size integer DEFAULT 50
+    page_size integer DEFAULT 50,
+    columns jsonb DEFAULT NULL
 ) RETURNS SETOF anyelement
     AS 'MODULE_PATHNAME', 'alerts_search'
     LANGUAGE c STABLE PARALLEL RESTRICTED ROWS 50;
-COMMENT ON FUNCTION alerts_search(anyelement, text, jsonb, timestamptz, text, integer) IS
-    'An exact page of table rel (call as SELECT * FROM alerts_search(NULL::alerts, org, filter)): rows of organisation_id matching filter, newest first, id >= alerts_ulid_floor(since) and id < before_id (NULL: first page), page_size at most. Walks the pagination index (index-only with the bitmap INCLUDEd); once the filter proves rare, switches to a GIN index on attribute_values if there is one. Columns by convention: id, organisation_id, attribute_values, attribute_values_bitmap (use a view to rename).';
+COMMENT ON FUNCTION alerts_search(anyelement, text, jsonb, timestamptz, text, integer, jsonb) IS
+    'An exact page of table rel (call as SELECT * FROM alerts_search(NULL::alerts, org, filter)): rows of organisation_id matching filter, newest first, id >= alerts_ulid_floor(since) and id < before_id (NULL: first page), page_size at most; columns => ''{"priority_id": [1, 2]}'' also requires other columns of the row to equal a value or one of several (null: IS NULL), by each column type''s equality. Walks the pagination index (index-only with the bitmap INCLUDEd); once the filter proves rare, switches to the tenant-keys or a GIN index if there is one. Columns by convention: id, organisation_id, attribute_values, attribute_values_bitmap (use a view to rename).';
 
 CREATE FUNCTION alerts_search_wire(
     rel anyelement,
@@ -176,12 +177,19 @@ CREATE FUNCTION alerts_search_wire(
     filter jsonb,
     since timestamptz DEFAULT now() - interval '30 days',
     before_id text DEFAULT NULL,
-    page_size integer DEFAULT 50
+    page_size integer DEFAULT 50,
+    columns jsonb DEFAULT NULL
 ) RETURNS bytea
     AS 'MODULE_PATHNAME', 'alerts_search_wire'
     LANGUAGE c STABLE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION alerts_search_wire(anyelement, text, jsonb, timestamptz, text, integer) IS
+COMMENT ON FUNCTION alerts_search_wire(anyelement, text, jsonb, timestamptz, text, integer, jsonb) IS
     'Internal: the page of alerts_search in the binary form a Citus worker sends back for a routed call on a distributed table (the rows'' columns in their binary send format). Use alerts_search.';
+
+CREATE FUNCTION alerts_columns_match(row_value record, columns jsonb) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'alerts_columns_match'
+    LANGUAGE c STABLE STRICT PARALLEL SAFE COST 50;
+COMMENT ON FUNCTION alerts_columns_match(record, jsonb) IS
+    'Column filter test on a row (alerts_columns_match(a, ''{"priority_id": [1, 2], "status": "open"}'')): each named column equals the value, or one of the values of an array, by the column type''s equality (null: IS NULL); {} matches every row. The check alerts_search''s columns argument makes.';
 
 CREATE FUNCTION alerts_search_probe(id text, bitmap bit, filter jsonb) RETURNS boolean
     AS 'MODULE_PATHNAME', 'alerts_search_probe'

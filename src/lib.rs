@@ -8,6 +8,7 @@
 //! allocating.
 
 mod bitmap_fns;
+mod columns;
 mod compat;
 mod datum;
 mod filter_cache;

@@ -217,10 +217,10 @@ unsafe fn statements(relid: Oid, ext_schema: &str) -> Distributed {
             // which Citus plans again on every call.)
             routed: prepare(
                 &format!(
-                    "SELECT {s}.alerts_search_wire(NULL::{t}, $1, $2, $3, $4, $5)
+                    "SELECT {s}.alerts_search_wire(NULL::{t}, $1, $2, $3, $4, $5, $6)
                      FROM {t} a WHERE a.organisation_id = $1 LIMIT 1"
                 ),
-                &[pg_sys::TEXTOID, pg_sys::JSONBOID, pg_sys::TIMESTAMPTZOID, pg_sys::TEXTOID, pg_sys::INT4OID],
+                &[pg_sys::TEXTOID, pg_sys::JSONBOID, pg_sys::TIMESTAMPTZOID, pg_sys::TEXTOID, pg_sys::INT4OID, pg_sys::JSONBOID],
             ),
         }
     }

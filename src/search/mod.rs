@@ -69,6 +69,8 @@ pub struct Call<'a> {
     pub org: Datum,
     pub filter: Datum,
     pub compiled: &'a Filter,
+    /// The column filter (`columns => ...`), when given.
+    pub columns: Option<Datum>,
     /// The window's smallest id (`alerts_ulid_floor(since)`).
     pub floor: Datum,
     /// Ids below this: `before_id`, or '8' (after every ULID) on a first
@@ -80,6 +82,24 @@ pub struct Call<'a> {
     pub jsonpath: Option<String>,
 }
 
+impl Call<'_> {
+    /// Runs one of the statements that check rows exactly, whose last
+    /// parameter is the column filter, with `args` before it.
+    ///
+    /// # Safety
+    /// SPI is connected; `args` match the statement's other parameters.
+    pub unsafe fn execute(
+        &self,
+        plan: pg_sys::SPIPlanPtr,
+        args: &[Datum],
+    ) -> *mut pg_sys::SPITupleTable {
+        let mut all: Vec<Option<Datum>> = args.iter().copied().map(Some).collect();
+        all.push(self.columns);
+        // SAFETY: as the caller's.
+        unsafe { spi::execute_nullable(plan, &all) }
+    }
+}
+
 /// The SQL arguments of a search, checked.
 struct Args<'a> {
     /// The table (from the first argument's row type) and its row type.
@@ -88,6 +108,8 @@ struct Args<'a> {
     org: Datum,
     filter: Datum,
     compiled: &'a Filter,
+    /// The column filter's datum, compiled against the table's row type.
+    columns: Option<(Datum, crate::columns::Columns)>,
     since: Datum,
     floor: Datum,
     before: Option<Datum>,
@@ -198,12 +220,23 @@ unsafe fn checked_args<'a>(fcinfo: pg_sys::FunctionCallInfo) -> Args<'a> {
             )
         });
         let floor = text_datum(std::str::from_utf8(&ulid::floor(floor_ms)).expect("ascii"));
+        // Checked (and compiled) here, so that a wrong column filter is an
+        // ERROR on every layout, before any routing. Definitions older than
+        // the columns argument pass six arguments.
+        let columns = (if (*fcinfo).nargs > 6 { arg(6) } else { None }).map(|d| {
+            let desc = pg_sys::lookup_rowtype_tupdesc(rowtype, -1);
+            let name = cstr_owned(pg_sys::get_rel_name(relid));
+            let compiled = crate::columns::Columns::compile(d, desc, &name);
+            pg_sys::DecrTupleDescRefCount(desc);
+            (d, compiled)
+        });
         Args {
             relid,
             rowtype,
             org,
             filter,
             compiled,
+            columns,
             since,
             floor,
             before: arg(4),
@@ -250,6 +283,7 @@ unsafe fn fill(fcinfo: pg_sys::FunctionCallInfo, args: &Args, page: &mut Page) {
                             Some(args.since),
                             args.before,
                             Some(Datum::from(args.page_size)),
+                            args.columns.as_ref().map(|c| c.0),
                         ],
                     );
                     // no row when the tenant has none: an empty page
@@ -304,6 +338,7 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
                 org: args.org,
                 filter: args.filter,
                 compiled,
+                columns: args.columns.as_ref().map(|c| c.0),
                 floor: args.floor,
                 // '8' sorts after every ULID; rows with other ids at or
                 // after it are read first, by `above`, on a first page.
@@ -328,6 +363,7 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
                         args.relid,
                         layout,
                         compiled,
+                        args.columns.as_ref().map(|(d, c)| (*d, c)),
                         call.org,
                         call.floor,
                         call.before,

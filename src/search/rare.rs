@@ -7,7 +7,7 @@ use alerts_core::keys::{clause_keys, week_at_most, week_floor, week_of_id, NO_WE
 use alerts_core::walk::{next_span, range_start, FIRST_WEEKS};
 use pgrx::pg_sys::Datum;
 
-use super::spi::{execute, text_of, Page};
+use super::spi::{text_of, Page};
 use super::statements::Statements;
 use super::walk::Walk;
 use super::Call;
@@ -35,7 +35,7 @@ pub unsafe fn rest_of_page(
         match &call.jsonpath {
             Some(path) if call.paths.gin => {
                 let path = crate::datum::jsonpath_datum(path);
-                page.add(execute(
+                page.add(call.execute(
                     st.gin,
                     &[
                         call.org,
@@ -133,7 +133,7 @@ unsafe fn by_keys(
                     Datum::from(page.want),
                 ];
                 args.extend(arrays);
-                page.add(execute(plan, &args));
+                page.add(call.execute(plan, &args));
             }
             if page.is_full() || start == lo {
                 return true;

@@ -1,6 +1,6 @@
-//! The session's route memory: (tenant, filter) pairs a walk found rare, and
-//! when. For [`TTL`] their calls go to the rare path without walking first.
-//! Only ever a shortcut to an exact path whatever the window, so a stale
+//! The session's route memory: (tenant, filter, column filter) triples a
+//! walk found rare, and when. For [`TTL`] their calls go to the rare path
+//! without walking first. Only ever a shortcut to an exact path whatever the window, so a stale
 //! entry costs time, never rows. `alerts.search_shortcuts = off` turns it
 //! off.
 
@@ -18,8 +18,8 @@ const SLOW: Duration = Duration::from_millis(5);
 /// Bound on the pairs remembered per table and session (cleared when full).
 const MAX: usize = 10_000;
 
-/// The key of a (tenant, filter) pair: their raw bytes.
-pub type Key = (Vec<u8>, Vec<u8>);
+/// The key of a (tenant, filter, column filter): their raw bytes.
+pub type Key = (Vec<u8>, Vec<u8>, Option<Vec<u8>>);
 
 #[derive(Default)]
 pub struct Routes {
@@ -31,14 +31,15 @@ impl Routes {
     /// The key of this call's pair, when shortcuts are on.
     ///
     /// # Safety
-    /// `org` and `filter` must be non-null varlena datums.
-    pub unsafe fn key(org: Datum, filter: Datum) -> Option<Key> {
+    /// `org`, `filter` and `columns` must be live varlena datums.
+    pub unsafe fn key(org: Datum, filter: Datum, columns: Option<Datum>) -> Option<Key> {
         crate::SEARCH_SHORTCUTS.get().then(|| {
             // SAFETY: as the caller's.
             unsafe {
                 (
                     crate::datum::varlena_bytes(org).to_vec(),
                     crate::datum::varlena_bytes(filter).to_vec(),
+                    columns.map(|c| crate::datum::varlena_bytes(c).to_vec()),
                 )
             }
         })

@@ -15,11 +15,14 @@
 //! Anything else (views, partitioned tables, policies, column grants) takes
 //! the statement walk, which the planner and executor make right.
 
+use std::borrow::Cow;
+
 use alerts_core::Filter;
 use pgrx::pg_sys::{self, AttrNumber, Datum, Oid};
 
-use super::spi::{text_of, Page};
+use super::spi::{cstr_owned, text_of, Page};
 use super::walk::{Walk, Walked};
+use crate::columns::Columns;
 
 /// What the direct walk needs of a table, found from its relcache entry.
 #[derive(Clone, Copy)]
@@ -299,6 +302,8 @@ pub struct IndexWalk<'a> {
     direction: pg_sys::ScanDirection::Type,
     layout: Layout,
     filter: &'a Filter,
+    /// The column filter, compiled against this relation's columns.
+    columns: Option<Cow<'a, Columns>>,
     /// The rows' type when it is not the relation's own (a Citus shard's
     /// rows are returned as the distributed table's): its descriptor and
     /// the conversion by column name.
@@ -328,6 +333,7 @@ impl<'a> IndexWalk<'a> {
         rows_of: Oid,
         layout: Layout,
         filter: &'a Filter,
+        columns: Option<(Datum, &'a Columns)>,
         org: Datum,
         floor: Datum,
         before: Datum,
@@ -344,6 +350,16 @@ impl<'a> IndexWalk<'a> {
                     pg_sys::convert_tuples_by_name((*heap).rd_att, (*rel).rd_att),
                 )
             });
+            // Compiled against the table's row type; a shard's column
+            // numbers may differ (dropped columns), so it gets its own.
+            let columns = columns.map(|(d, c)| match output {
+                None => Cow::Borrowed(c),
+                Some(_) => Cow::Owned(Columns::compile(
+                    d,
+                    (*heap).rd_att,
+                    &cstr_owned(pg_sys::get_rel_name(rows_of)),
+                )),
+            });
             let scan = crate::compat::index_beginscan(heap, index, pg_sys::GetActiveSnapshot(), 3);
             (*scan).xs_want_itup = true;
             let mut walk = IndexWalk {
@@ -358,6 +374,7 @@ impl<'a> IndexWalk<'a> {
                 },
                 layout,
                 filter,
+                columns,
                 output,
                 entry_cxt: pg_sys::AllocSetContextCreateInternal(
                     pg_sys::CurrentMemoryContext,
@@ -475,7 +492,13 @@ impl<'a> IndexWalk<'a> {
                 return false; // not visible to this snapshot
             }
             let slot = self.slot;
-            deform_slot(slot, self.layout.attrs.max(self.layout.bitmap));
+            deform_slot(
+                slot,
+                self.layout
+                    .attrs
+                    .max(self.layout.bitmap)
+                    .max(self.last_column()),
+            );
             let value = |attno| slot_column(slot, attno);
             if self.layout.bitmap_in_index.is_none() {
                 if let Some(bm) = value(self.layout.bitmap) {
@@ -487,12 +510,29 @@ impl<'a> IndexWalk<'a> {
             let Some(attrs) = value(self.layout.attrs) else {
                 return false; // no attributes: matches no filter but {}
             };
-            if !crate::jsonb::exact_match_of(self.filter, attrs) {
+            if !crate::jsonb::exact_match_of(self.filter, attrs) || !self.columns_match() {
                 return false;
             }
             self.add_slot(page);
             true
         }
+    }
+
+    /// The largest column number the column filter reads (0: none).
+    fn last_column(&self) -> AttrNumber {
+        self.columns.as_ref().map_or(0, |c| c.last)
+    }
+
+    /// Whether the slot's row passes the column filter.
+    ///
+    /// # Safety
+    /// The slot's row is deformed up to [`IndexWalk::last_column`].
+    unsafe fn columns_match(&self) -> bool {
+        let slot = self.slot;
+        // SAFETY: as the caller's.
+        self.columns
+            .as_ref()
+            .is_none_or(|c| unsafe { c.matches(|attno| slot_column(slot, attno)) })
     }
 
     /// Adds the slot's row to the page, as the rows' type.
@@ -599,7 +639,14 @@ impl<'a> IndexWalk<'a> {
             let l = self.layout;
             let old = pg_sys::MemoryContextSwitchTo(self.entry_cxt);
             let slot = self.slot;
-            deform_slot(slot, l.org.max(l.id).max(l.attrs).max(l.bitmap));
+            deform_slot(
+                slot,
+                l.org
+                    .max(l.id)
+                    .max(l.attrs)
+                    .max(l.bitmap)
+                    .max(self.last_column()),
+            );
             let value = |attno| slot_column(slot, attno);
             let bytes = |d: Datum| crate::datum::varlena_bytes(d);
             let tenant = bytes(self.keys[0].sk_argument);
@@ -611,7 +658,8 @@ impl<'a> IndexWalk<'a> {
                         && compare(id, bytes(upper), l.id_collation).is_lt()
                         && value(l.bitmap)
                             .is_none_or(|bm| self.filter.bloom_match(crate::datum::bitmap_arg(bm)))
-                        && crate::jsonb::exact_match_of(self.filter, attrs);
+                        && crate::jsonb::exact_match_of(self.filter, attrs)
+                        && self.columns_match();
                     matched.then(|| id.to_vec())
                 }
                 _ => None,

@@ -87,11 +87,15 @@ impl Statements {
             // requires of a table distributed by the tenant, cannot serve
             // `id` alone (it scanned the whole key per candidate: 3.3 ms
             // each, 166 ms for a page on a 1M-alert tenant's shard).
-            let lookup = format!(
-                "SELECT {row} AS r FROM {t} a
-                 WHERE a.organisation_id = $1 AND a.id = k.id AND {s}.alerts_attrs_match(a.attribute_values, $"
-            );
-            let recheck = format!("CROSS JOIN LATERAL ({lookup}4)) x");
+            // `$filter` is the filter, `$columns` the column filter.
+            let lookup = |filter: usize, columns: usize| {
+                format!(
+                    "SELECT {row} AS r FROM {t} a
+                     WHERE a.organisation_id = $1 AND a.id = k.id AND {}",
+                    exact(&s, filter, columns)
+                )
+            };
+            let recheck = |columns| format!("CROSS JOIN LATERAL ({}) x", lookup(4, columns));
             let probe = format!("{s}.alerts_search_probe(c.id, c.attribute_values_bitmap, $4)");
             let walk = prepare(
                 &format!(
@@ -99,10 +103,11 @@ impl Statements {
                                       FROM {t} c
                                       WHERE c.organisation_id = $1 AND {window}
                                       ORDER BY c.id DESC LIMIT $6) k
-                     {recheck}
-                     WHERE k.maybe ORDER BY k.id DESC LIMIT $5"
+                     {}
+                     WHERE k.maybe ORDER BY k.id DESC LIMIT $5",
+                    recheck(7)
                 ),
-                &[TEXT, TEXT, TEXT, JSONB, INT8, INT8],
+                &[TEXT, TEXT, TEXT, JSONB, INT8, INT8, JSONB],
             );
             let frontier = prepare(
                 &format!(
@@ -111,27 +116,30 @@ impl Statements {
                 ),
                 &[TEXT, TEXT, TEXT, INT8],
             );
-            // `above` has no cursor: $3 is the filter, $4 the rows wanted.
+            // `above` has no cursor: $3 is the filter, $4 the rows wanted, $5
+            // the column filter.
             let above = prepare(
                 &format!(
                     "SELECT x.r FROM (SELECT c.id FROM {t} c
                                       WHERE c.organisation_id = $1 AND c.id >= $2 AND c.id >= '8'
                                         AND {s}.alerts_search_probe(c.id, c.attribute_values_bitmap, $3)
                                       ORDER BY c.id DESC) k
-                     CROSS JOIN LATERAL ({lookup}3)) x
-                     ORDER BY k.id DESC LIMIT $4"
+                     CROSS JOIN LATERAL ({}) x
+                     ORDER BY k.id DESC LIMIT $4",
+                    lookup(3, 5)
                 ),
-                &[TEXT, TEXT, JSONB, INT8],
+                &[TEXT, TEXT, JSONB, INT8, JSONB],
             );
             let rest = prepare(
                 &format!(
                     "SELECT x.r FROM (SELECT c.id FROM {t} c
                                       WHERE c.organisation_id = $1 AND {window} AND {probe}
                                       ORDER BY c.id DESC) k
-                     {recheck}
-                     ORDER BY k.id DESC LIMIT $5"
+                     {}
+                     ORDER BY k.id DESC LIMIT $5",
+                    recheck(6)
                 ),
-                &[TEXT, TEXT, TEXT, JSONB, INT8],
+                &[TEXT, TEXT, TEXT, JSONB, INT8, JSONB],
             );
             // The tenant and window conditions are written so that no btree
             // can serve them (`|| ''`): the only plans left are this bitmap
@@ -147,9 +155,9 @@ impl Statements {
                     "SELECT {row} AS r FROM {t} a
                      WHERE a.attribute_values @@ $6 AND {}
                      ORDER BY a.id DESC LIMIT $5",
-                    unindexed_window(&s)
+                    unindexed_window(&s, 7)
                 ),
-                &[TEXT, TEXT, TEXT, JSONB, INT8, pg_sys::JSONPATHOID],
+                &[TEXT, TEXT, TEXT, JSONB, INT8, pg_sys::JSONPATHOID, JSONB],
             );
             let end = |order: &str| {
                 prepare(
@@ -177,7 +185,8 @@ impl Statements {
     }
 
     /// The tenant-key statement for filters of `n` keys: `$6..` are the keys
-    /// each clause looks up (`alerts_core::keys::clause_keys`). As in the
+    /// each clause looks up (`alerts_core::keys::clause_keys`), the last
+    /// parameter the column filter. As in the
     /// GIN statement, the tenant and window conditions are out of the
     /// btrees' reach, so the plan is the bitmap scan of the keys index.
     ///
@@ -198,13 +207,14 @@ impl Statements {
             .collect();
         let mut types = vec![TEXT, TEXT, TEXT, JSONB, INT8];
         types.resize(5 + n, pg_sys::INT8ARRAYOID);
+        types.push(JSONB);
         // SAFETY: SPI is connected by the caller.
         let plan = unsafe {
             prepare_generic(
                 &format!(
                     "SELECT {row} AS r FROM {t} a WHERE {} AND {} ORDER BY a.id DESC LIMIT $5",
                     pred.join(" AND "),
-                    unindexed_window(s)
+                    unindexed_window(s, 6 + n)
                 ),
                 &types,
             )
@@ -254,10 +264,20 @@ unsafe fn row_as(rows_of: Oid) -> String {
 }
 
 /// The tenant, window and exact conditions of the index statements, out of
-/// the btrees' reach (see the GIN statement).
-fn unindexed_window(s: &str) -> String {
+/// the btrees' reach (see the GIN statement); `$columns` is the column
+/// filter.
+fn unindexed_window(s: &str, columns: usize) -> String {
     format!(
-        "a.organisation_id || '' = $1 AND a.id || '' >= $2 AND a.id || '' < $3
-         AND {s}.alerts_attrs_match(a.attribute_values, $4)"
+        "a.organisation_id || '' = $1 AND a.id || '' >= $2 AND a.id || '' < $3 AND {}",
+        exact(s, 4, columns)
+    )
+}
+
+/// The exact check of row `a`: its attributes match filter `$filter` and
+/// its columns the column filter `$columns` (NULL when the call has none).
+fn exact(s: &str, filter: usize, columns: usize) -> String {
+    format!(
+        "{s}.alerts_attrs_match(a.attribute_values, ${filter})
+         AND (${columns}::jsonb IS NULL OR {s}.alerts_columns_match(a, ${columns}))"
     )
 }

@@ -105,7 +105,7 @@ pub unsafe fn fill(
             }
         }
         let route = if call.paths.any() {
-            Routes::key(call.org, call.filter)
+            Routes::key(call.org, call.filter, call.columns)
         } else {
             None
         };
@@ -210,7 +210,7 @@ impl Walk for StatementWalk<'_> {
         let c = self.call;
         // SAFETY: as the trait's.
         unsafe {
-            page.add(execute(
+            page.add(c.execute(
                 self.above,
                 &[c.org, c.floor, c.filter, Datum::from(page.want)],
             ));
@@ -223,7 +223,7 @@ impl Walk for StatementWalk<'_> {
         // SAFETY: as the trait's.
         unsafe {
             let Some(chunk) = entries else {
-                let hits = page.add(execute(
+                let hits = page.add(c.execute(
                     self.rest,
                     &[c.org, c.floor, cursor, c.filter, Datum::from(page.want)],
                 ));
@@ -234,7 +234,7 @@ impl Walk for StatementWalk<'_> {
                 };
             };
             probe::reset();
-            let tt = execute(
+            let tt = c.execute(
                 self.walk,
                 &[
                     c.org,

@@ -79,7 +79,7 @@ VACUUM ANALYZE p_time, p_id, p_two;
 -- The differential test of search.sql on each layout: every page of the
 -- first max_pages of each of the 200 filters equals the oracle's slice;
 -- crossing counts the pages whose rows come from two months or more.
-CREATE FUNCTION part_differential(tbl regclass, run text, max_pages int)
+CREATE FUNCTION part_differential(tbl regclass, run text, max_pages int, cols jsonb DEFAULT NULL, cols_sql text DEFAULT 'true')
 RETURNS TABLE (layout regclass, label text, filters bigint, pages bigint, mismatched_pages bigint, crossing_pages bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -97,15 +97,15 @@ BEGIN
     FOR r IN SELECT * FROM filters ORDER BY n LOOP
         size := (ARRAY[50, 1, 7, 500])[1 + r.n % 4];
         EXECUTE format('SELECT coalesce(array_agg(id ORDER BY id DESC), ''{}'') FROM %s
-                        WHERE organisation_id = ''ORG_A'' AND id >= %L AND (%s)', tbl, alerts_ulid_floor(r.since), oracle_sql(r.f))
+                        WHERE organisation_id = ''ORG_A'' AND id >= %L AND (%s) AND (%s)', tbl, alerts_ulid_floor(r.since), oracle_sql(r.f), cols_sql)
             INTO oracle;
         cursor_id := NULL;
         n := 0;
         LOOP
             EXECUTE format('SELECT coalesce(array_agg(s.id ORDER BY s.ordinality), ''{}''),
                                    count(DISTINCT date_trunc(''month'', s.created_at)) > 1
-                            FROM alerts_search(NULL::%s, ''ORG_A'', $1, $2, $3, $4) WITH ORDINALITY s', tbl)
-                INTO page, crossed USING r.f, r.since, cursor_id, size;
+                            FROM alerts_search(NULL::%s, ''ORG_A'', $1, $2, $3, $4, $5) WITH ORDINALITY s', tbl)
+                INTO page, crossed USING r.f, r.since, cursor_id, size, cols;
             IF page IS DISTINCT FROM coalesce(oracle[n * size + 1 : n * size + size], '{}') THEN
                 total_bad := total_bad + 1;
             END IF;
@@ -129,6 +129,9 @@ ANALYZE p_time, p_id, p_two;
 SELECT * FROM part_differential('p_time', 'walk, then GIN', 8);
 SELECT * FROM part_differential('p_two', 'walk, then GIN', 8);
 SELECT * FROM part_differential('p_id', 'walk, then tenant keys', 8);
+-- Column filters through a partitioned table's statements.
+SELECT * FROM part_differential('p_two', 'walk, then GIN, priority 2 or 3', 4, '{"priority_id": [2, 3]}', 'priority_id IN (2, 3)');
+SELECT * FROM part_differential('p_id', 'walk, then tenant keys, priority 1', 4, '{"priority_id": 1}', 'priority_id = 1');
 CREATE INDEX p_time_keys ON p_time USING gin (alerts_keys(organisation_id, id, attribute_values));
 SET alerts.search_shortcuts = off;
 SELECT * FROM part_differential('p_time', 'walk, then tenant keys, no shortcuts', 8);
@@ -266,4 +269,4 @@ DROP ROLE regress_alerts_part_owner, regress_alerts_part_other;
 DROP SERVER alerts_test_server;
 DROP FOREIGN DATA WRAPPER alerts_test_fdw;
 DROP TABLE p_time, p_id, p_two, searcher_log, searcher_stop, searcher_done, index_reads;
-DROP FUNCTION part_differential(regclass, text, int);
+DROP FUNCTION part_differential(regclass, text, int, jsonb, text);

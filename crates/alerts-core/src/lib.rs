@@ -10,6 +10,7 @@
 //! silently corrupts every stored bitmap.
 
 pub mod bloom;
+pub mod columns;
 pub mod encoding;
 pub mod error;
 pub mod filter;
