@@ -510,7 +510,9 @@ impl<'a> IndexWalk<'a> {
             let Some(attrs) = value(self.layout.attrs) else {
                 return false; // no attributes: matches no filter but {}
             };
-            if !crate::jsonb::exact_match_of(self.filter, attrs) || !self.columns_match() {
+            // The column filter first: an equality of a few datums, where
+            // the attributes' check walks the jsonb.
+            if !self.columns_match() || !crate::jsonb::exact_match_of(self.filter, attrs) {
                 return false;
             }
             self.add_slot(page);
@@ -658,8 +660,8 @@ impl<'a> IndexWalk<'a> {
                         && compare(id, bytes(upper), l.id_collation).is_lt()
                         && value(l.bitmap)
                             .is_none_or(|bm| self.filter.bloom_match(crate::datum::bitmap_arg(bm)))
-                        && crate::jsonb::exact_match_of(self.filter, attrs)
-                        && self.columns_match();
+                        && self.columns_match()
+                        && crate::jsonb::exact_match_of(self.filter, attrs);
                     matched.then(|| id.to_vec())
                 }
                 _ => None,

@@ -136,8 +136,22 @@ def rand_bits():
     return "B'" + "".join(rng.choice("01") for _ in range(n)) + "'"
 
 
+def rand_columns():
+    """A column filter argument: NULL, a random document, or the table's
+    columns with random values (numbers out of range, strings that are not
+    numbers, nulls, nested values)."""
+    r = rng.random()
+    if r < 0.3:
+        return "NULL"
+    if r < 0.6:
+        return jlit(rand_doc())
+    col = rng.choice(["prio", "state", "id", "organisation_id", "attribute_values", "nope", "", "PRIO"])
+    vals = [rand_value() if rng.random() < 0.3 else rand_scalar() for _ in range(rng.choice([0, 1, 3, 200]))]
+    return jlit("{%s: [%s]}" % (json.dumps(col), ", ".join(vals)))
+
+
 def statements():
-    yield "CREATE TABLE hostile (id text COLLATE \"C\" PRIMARY KEY, organisation_id text NOT NULL, attribute_values jsonb, attribute_values_bitmap bit(512));"
+    yield "CREATE TABLE hostile (id text COLLATE \"C\" PRIMARY KEY, organisation_id text NOT NULL, attribute_values jsonb, attribute_values_bitmap bit(512), prio int, state text);"
     yield "CREATE TRIGGER alerts_bloom BEFORE INSERT OR UPDATE ON hostile FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger();"
     yield "INSERT INTO hostile SELECT alerts_ulid(), 'o', jsonb_build_object('k', g % 10) FROM generate_series(1, 2000) g;"
     # The tenant-keys index: every insert and update computes alerts_keys,
@@ -169,8 +183,8 @@ def statements():
         elif kind == 8:
             size = rng.choice(["0", "-1", "1", "50", "2147483647", "NULL", "2147483648"])
             before = rng.choice(["NULL", sql_str(rand_ulid()), "''", sql_str("Z" * 10000)])
-            yield "SELECT count(*) FROM alerts_search(NULL::hostile, %s, %s, %s, %s, %s);" % (
-                rng.choice(["'o'", "NULL", "''"]), jlit(d), rand_ts(), before, size)
+            yield "SELECT count(*) FROM alerts_search(NULL::hostile, %s, %s, %s, %s, %s, %s);" % (
+                rng.choice(["'o'", "NULL", "''"]), jlit(d), rand_ts(), before, size, rand_columns())
         elif kind == 9:
             rel = rng.choice(["NULL::int", "NULL::text", "NULL::record", "1", "NULL::hostile"])
             yield "SELECT count(*) FROM alerts_search(%s, 'o', %s);" % (rel, jlit(d))
