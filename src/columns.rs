@@ -77,10 +77,8 @@ impl Columns {
 unsafe fn test(c: &ColumnClause, desc: pg_sys::TupleDesc, table: &str) -> Test {
     // SAFETY: as `compile`'s.
     unsafe {
-        let natts = (*desc).natts as usize;
-        let attrs = (*desc).attrs.as_slice(natts);
-        let Some(att) = attrs
-            .iter()
+        let Some(att) = (1..=(*desc).natts)
+            .map(|n| crate::compat::attribute(desc, n))
             .find(|a| !a.attisdropped && name_of(a) == c.column)
         else {
             error(

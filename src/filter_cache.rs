@@ -6,12 +6,49 @@
 //! filter's raw jsonb bytes with the cached ones (a memcmp of a few dozen
 //! bytes, no allocation) and recompiles only when the filter changes, which is
 //! what happens when the filter comes from a column instead of a constant.
+//!
+//! `fn_extra` lasts one execution: a prepared statement run again starts
+//! with an empty one. The session also keeps the filters it compiled last
+//! (up to [`SESSION_FILTERS`], by their bytes), so that the same filter
+//! sent again is cloned, not parsed and compiled again.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 use alerts_core::Filter;
 use pgrx::pg_sys::{self, Datum};
 use pgrx::PgMemoryContexts;
 
 use crate::datum::{jsonb_value, varlena_bytes, OrRaise};
+
+/// Filters the session keeps compiled; the map is cleared when full.
+const SESSION_FILTERS: usize = 256;
+
+thread_local! {
+    static SESSION: RefCell<HashMap<Vec<u8>, Filter>> = RefCell::new(HashMap::new());
+}
+
+/// The filter of raw jsonb bytes `raw` (datum `d`), from the session's
+/// filters or compiled (and kept).
+///
+/// # Safety
+/// `d` is a non-null jsonb datum whose bytes are `raw`.
+unsafe fn session_compiled(raw: &[u8], d: Datum) -> Filter {
+    if let Some(f) = SESSION.with(|s| s.borrow().get(raw).cloned()) {
+        return f;
+    }
+    // SAFETY: as the caller's. A filter that does not compile raises here
+    // and is not kept.
+    let filter = Filter::compile(&unsafe { jsonb_value(d) }).or_raise();
+    SESSION.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() >= SESSION_FILTERS {
+            s.clear();
+        }
+        s.insert(raw.to_vec(), filter.clone());
+    });
+    filter
+}
 
 struct Cached {
     raw: Vec<u8>,
@@ -34,7 +71,7 @@ pub unsafe fn compiled<'a>(fcinfo: pg_sys::FunctionCallInfo, d: Datum) -> &'a Fi
         if !cached.is_null() && (*cached).raw == raw {
             return &(*cached).filter;
         }
-        let filter = Filter::compile(&jsonb_value(d)).or_raise();
+        let filter = session_compiled(raw, d);
         if cached.is_null() {
             let p = PgMemoryContexts::For((*flinfo).fn_mcxt).leak_and_drop_on_delete(Cached {
                 raw: raw.to_vec(),

@@ -362,11 +362,8 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
                         source,
                         args.relid,
                         layout,
-                        compiled,
-                        args.columns.as_ref().map(|(d, c)| (*d, c)),
-                        call.org,
-                        call.floor,
-                        call.before,
+                        &call,
+                        args.columns.as_ref().map(|(_, c)| c),
                     );
                     walk::fill(&mut table.statements, &mut table.routes, &call, &mut walker, page);
                     walker.end();

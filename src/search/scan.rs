@@ -22,6 +22,7 @@ use pgrx::pg_sys::{self, AttrNumber, Datum, Oid};
 
 use super::spi::{cstr_owned, text_of, Page};
 use super::walk::{Walk, Walked};
+use super::Call;
 use crate::columns::Columns;
 
 /// What the direct walk needs of a table, found from its relcache entry.
@@ -315,6 +316,9 @@ pub struct IndexWalk<'a> {
     /// Whether the scan has been started with the walk's keys, and has
     /// read its last entry.
     started: bool,
+    /// A first page: the scan has no upper bound on `id` (its third key
+    /// stands for `end_id` only).
+    open_top: bool,
     done: bool,
     /// The smallest id read so far: ids below it are unread.
     smallest: Vec<u8>,
@@ -322,22 +326,22 @@ pub struct IndexWalk<'a> {
 
 impl<'a> IndexWalk<'a> {
     /// Opens relation `source` (the table or its shard) and its pagination
-    /// index for a walk below `before` down to `floor` within tenant `org`,
-    /// returning rows of `rows_of`'s type.
+    /// index for the call's walk (below its cursor down to its floor,
+    /// within its tenant), returning rows of `rows_of`'s type; `columns` is
+    /// the call's column filter compiled for `rows_of`.
     ///
     /// # Safety
-    /// The datums are non-null text datums live for the call; `layout` is
-    /// `source`'s in this relcache epoch.
+    /// The call's datums are live; `layout` is `source`'s in this relcache
+    /// epoch.
     pub unsafe fn begin(
         source: Oid,
         rows_of: Oid,
         layout: Layout,
-        filter: &'a Filter,
-        columns: Option<(Datum, &'a Columns)>,
-        org: Datum,
-        floor: Datum,
-        before: Datum,
+        call: &Call<'a>,
+        columns: Option<&'a Columns>,
     ) -> IndexWalk<'a> {
+        let (filter, org, floor) = (call.compiled, call.org, call.floor);
+        let before = (!call.first_page).then_some(call.before);
         // SAFETY: relations are opened and locked here and closed by `end`;
         // the scan keys are built from the index's own operator families.
         unsafe {
@@ -352,7 +356,7 @@ impl<'a> IndexWalk<'a> {
             });
             // Compiled against the table's row type; a shard's column
             // numbers may differ (dropped columns), so it gets its own.
-            let columns = columns.map(|(d, c)| match output {
+            let columns = columns.zip(call.columns).map(|(c, d)| match output {
                 None => Cow::Borrowed(c),
                 Some(_) => Cow::Owned(Columns::compile(
                     d,
@@ -385,12 +389,22 @@ impl<'a> IndexWalk<'a> {
                 ),
                 keys: Default::default(),
                 started: false,
+                open_top: false,
                 done: false,
                 smallest: Vec::new(),
             };
             walk.key(0, 1, pg_sys::BTEqualStrategyNumber, org);
             walk.key(1, 2, pg_sys::BTGreaterEqualStrategyNumber, floor);
-            walk.key(2, 2, pg_sys::BTLessStrategyNumber, before);
+            // A first page has no upper bound: the scan reads the ids at or
+            // after '8' (no ULID is) first, as they come first in the
+            // index, then the ULIDs; the key stays for `end_id`.
+            walk.key(
+                2,
+                2,
+                pg_sys::BTLessStrategyNumber,
+                before.unwrap_or_else(|| text_of(b"8")),
+            );
+            walk.open_top = before.is_none();
             walk
         }
     }
@@ -412,15 +426,15 @@ impl<'a> IndexWalk<'a> {
 
     /// (Re)starts the scan with the current keys.
     unsafe fn restart(&mut self) {
-        // SAFETY: the scan was begun with three keys.
+        // A scan takes as many keys as it was begun with: an open top
+        // repeats the floor's key in place of the upper bound.
+        let mut keys = self.keys;
+        if self.open_top {
+            keys[2] = keys[1];
+        }
+        // SAFETY: the scan was begun with three keys; it copies them.
         unsafe {
-            pg_sys::index_rescan(
-                self.scan,
-                self.keys.as_mut_ptr(),
-                3,
-                std::ptr::null_mut(),
-                0,
-            );
+            pg_sys::index_rescan(self.scan, keys.as_mut_ptr(), 3, std::ptr::null_mut(), 0);
         }
         self.done = false;
         self.started = true;
@@ -694,8 +708,11 @@ impl<'a> IndexWalk<'a> {
 
 impl Walk for IndexWalk<'_> {
     unsafe fn above(&mut self, page: &mut Page) {
+        // Only when the walk does not read them first (a call sent
+        // straight to a rare path): then the scan goes on below '8'.
         // SAFETY: the scan is open; the keys' datums live for the call.
         unsafe {
+            self.open_top = false;
             let below = self.keys[2];
             self.key(2, 2, pg_sys::BTGreaterEqualStrategyNumber, text_of(b"8"));
             self.restart();
@@ -704,6 +721,12 @@ impl Walk for IndexWalk<'_> {
             self.restart();
             self.smallest.clear();
         }
+    }
+
+    fn reads_above_first(&self) -> bool {
+        // A first page's scan has no upper bound: the rows at or after '8'
+        // come first in the index (one descent, not two).
+        self.open_top
     }
 
     unsafe fn chunk(&mut self, page: &mut Page, entries: Option<i64>) -> Walked {

@@ -38,11 +38,17 @@ pub struct Walked {
 /// finds them.
 pub trait Walk {
     /// Adds the rows whose ids sort at or after '8' (no ULID does): read on
-    /// first pages, before the ULIDs.
+    /// first pages, before the ULIDs (or by the first chunk, for a walker
+    /// that reads them first anyway).
     ///
     /// # Safety
     /// The call's datums are live; SPI is connected for the statements.
     unsafe fn above(&mut self, page: &mut Page);
+    /// Whether the walk's first chunk reads those rows first anyway (then
+    /// `above` is called only for a call sent straight to a rare path).
+    fn reads_above_first(&self) -> bool {
+        false
+    }
     /// Reads the next `entries` entries (all the rest when None), adding
     /// matches until the page is full.
     ///
@@ -95,7 +101,13 @@ pub unsafe fn fill(
         if call.compiled.matches_nothing() {
             return; // a key with no accepted values: no row matches
         }
-        if call.first_page {
+        let route = if call.paths.any() {
+            Routes::key(call.org, call.filter, call.columns)
+        } else {
+            None
+        };
+        let fresh = route.as_ref().and_then(|key| routes.fresh(key));
+        if call.first_page && (fresh.is_some() || !walker.reads_above_first()) {
             // Ids at or after '8' (not ULIDs: other schemes, lowercase
             // hex...) come first in the index; usually there are none and
             // this costs one index descent.
@@ -104,19 +116,12 @@ pub unsafe fn fill(
                 return;
             }
         }
-        let route = if call.paths.any() {
-            Routes::key(call.org, call.filter, call.columns)
-        } else {
-            None
-        };
-        if let Some(key) = &route {
-            if let Some(weeks) = routes.fresh(key) {
-                // Walked recently and found rare: straight to the rare path.
-                let started = std::time::Instant::now();
-                rare::rest_of_page(st, call, walker, call.before, page, weeks);
-                routes.answered(key, started.elapsed());
-                return;
-            }
+        if let (Some(key), Some(weeks)) = (&route, fresh) {
+            // Walked recently and found rare: straight to the rare path.
+            let started = std::time::Instant::now();
+            rare::rest_of_page(st, call, walker, call.before, page, weeks);
+            routes.answered(key, started.elapsed());
+            return;
         }
         chunks(st, routes, route, call, walker, page);
     }
