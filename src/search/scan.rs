@@ -319,6 +319,11 @@ pub struct IndexWalk<'a> {
     /// A first page: the scan has no upper bound on `id` (its third key
     /// stands for `end_id` only).
     open_top: bool,
+    /// While `above` reads: stop at the first id below '8'.
+    stop_at_eight: bool,
+    /// What `above` saw of the newest id below '8': Some(None) when there
+    /// is none, the answer of `end_id('8', newest)` without a second scan.
+    below_eight: Option<Option<Vec<u8>>>,
     done: bool,
     /// The smallest id read so far: ids below it are unread.
     smallest: Vec<u8>,
@@ -390,6 +395,8 @@ impl<'a> IndexWalk<'a> {
                 keys: Default::default(),
                 started: false,
                 open_top: false,
+                stop_at_eight: false,
+                below_eight: None,
                 done: false,
                 smallest: Vec::new(),
             };
@@ -456,10 +463,19 @@ impl<'a> IndexWalk<'a> {
                 pgrx::check_for_interrupts!();
                 if pg_sys::index_getnext_tid(self.scan, self.direction).is_null() {
                     self.done = true;
+                    if self.stop_at_eight {
+                        self.below_eight = Some(None);
+                    }
+                    break;
+                }
+                let id = deform_entry(self.scan, &mut values, &mut nulls);
+                if self.stop_at_eight && compare(id, b"8", self.layout.id_collation).is_lt() {
+                    // Consumed, not read: the walk below '8' starts the scan
+                    // again (see `above`).
+                    self.below_eight = Some(Some(id.to_vec()));
                     break;
                 }
                 walked.entries += 1;
-                let id = deform_entry(self.scan, &mut values, &mut nulls);
                 if newest.is_none() {
                     newest = Some(id.to_vec());
                 }
@@ -478,7 +494,7 @@ impl<'a> IndexWalk<'a> {
             }
             // Where the walk stands: the last entry read (still the scan's
             // current tuple, whose id the deformed values point into).
-            if walked.entries > 0 && !self.done {
+            if walked.entries > 0 && !self.done && !self.stop_at_eight {
                 self.smallest.clear();
                 self.smallest
                     .extend_from_slice(crate::datum::varlena_bytes(values[1]));
@@ -709,16 +725,19 @@ impl<'a> IndexWalk<'a> {
 impl Walk for IndexWalk<'_> {
     unsafe fn above(&mut self, page: &mut Page) {
         // Only when the walk does not read them first (a call sent
-        // straight to a rare path): then the scan goes on below '8'.
-        // SAFETY: the scan is open; the keys' datums live for the call.
+        // straight to a rare path). One scan from the top: the rows at or
+        // after '8', then the first id below it, which the rare path's
+        // `end_id('8', newest)` would otherwise look up with a second scan.
+        // A walk below '8' afterwards starts the scan again, bounded.
+        // SAFETY: the scan is open (a first page: its top is open).
         unsafe {
-            self.open_top = false;
-            let below = self.keys[2];
-            self.key(2, 2, pg_sys::BTGreaterEqualStrategyNumber, text_of(b"8"));
+            self.open_top = true;
+            self.stop_at_eight = true;
             self.restart();
             self.read(page, None);
-            self.keys[2] = below;
-            self.restart();
+            self.stop_at_eight = false;
+            self.open_top = false;
+            self.started = false;
             self.smallest.clear();
         }
     }
@@ -801,6 +820,11 @@ impl Walk for IndexWalk<'_> {
         // SAFETY: a second scan of the open relations, ended here; the walk's
         // own scan keeps its place.
         unsafe {
+            if newest && crate::datum::varlena_bytes(upper) == b"8" {
+                if let Some(id) = &self.below_eight {
+                    return id.clone();
+                }
+            }
             let mut keys = self.keys;
             self.key(2, 2, pg_sys::BTLessStrategyNumber, upper);
             std::mem::swap(&mut keys, &mut self.keys);
