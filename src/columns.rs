@@ -12,9 +12,9 @@ use pgrx::pg_guard;
 use pgrx::pg_sys::panic::CaughtError;
 use pgrx::pg_sys::PgTryBuilder;
 use pgrx::pg_sys::{self, AttrNumber, Datum, Oid};
-use pgrx::{PgMemoryContexts, PgSqlErrorCode};
+use pgrx::PgSqlErrorCode;
 
-use crate::datum::{arg, error, jsonb_value, varlena_bytes, OrRaise};
+use crate::datum::{arg, cstr_owned, error, jsonb_value, varlena_bytes, OrRaise};
 
 crate::finfo_v1!(pg_finfo_alerts_columns_match);
 
@@ -96,7 +96,7 @@ unsafe fn test(c: &ColumnClause, desc: pg_sys::TupleDesc, table: &str) -> Test {
                 format!(
                     "column \"{}\" of table {table} has type {}, which has no equality operator",
                     c.column,
-                    cstr(pg_sys::format_type_be(ty))
+                    cstr_owned(pg_sys::format_type_be(ty))
                 ),
                 "leave this column out of columns and filter the page's rows in SQL",
             );
@@ -160,7 +160,7 @@ fn input_value(column: &str, text: &str, ty: Oid, read: impl FnOnce() -> Datum) 
                     format!(
                         "columns: {text:?} is not a value of column \"{column}\" ({}): {}",
                         // SAFETY: format_type_be returns a palloc'd string.
-                        unsafe { cstr(pg_sys::format_type_be(ty)) },
+                        unsafe { cstr_owned(pg_sys::format_type_be(ty)) },
                         report.message()
                     ),
                     "give each column a value its type accepts, written as in a SQL literal ('42', 'open', '2026-01-01 00:00:00+00')",
@@ -174,16 +174,7 @@ fn input_value(column: &str, text: &str, ty: Oid, read: impl FnOnce() -> Datum) 
 /// A column's name.
 fn name_of(att: &pg_sys::FormData_pg_attribute) -> String {
     // SAFETY: a NameData is NUL-terminated within its 64 bytes.
-    unsafe { cstr(att.attname.data.as_ptr()) }
-}
-
-/// A Rust string of a C string from Postgres.
-///
-/// # Safety
-/// `p` points to a NUL-terminated string.
-unsafe fn cstr(p: *const std::ffi::c_char) -> String {
-    // SAFETY: as the caller's.
-    unsafe { std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned() }
+    unsafe { cstr_owned(att.attname.data.as_ptr()) }
 }
 
 /// What `alerts_columns_match` keeps between rows: the filter compiled for
@@ -217,31 +208,30 @@ pub unsafe extern "C-unwind" fn alerts_columns_match(fcinfo: pg_sys::FunctionCal
             (*row).t_choice.t_datum.datum_typmod,
         );
         let flinfo = (*fcinfo).flinfo;
-        let mut cached = (*flinfo).fn_extra as *mut Cached;
-        if cached.is_null() || (*cached).raw != raw || (*cached).rowtype != rowtype {
-            let old = pg_sys::MemoryContextSwitchTo((*flinfo).fn_mcxt);
-            let desc = pg_sys::lookup_rowtype_tupdesc(rowtype.0, rowtype.1);
-            let name = if (*desc).tdtypeid == pg_sys::RECORDOID {
-                "of the row".to_string()
-            } else {
-                cstr(pg_sys::format_type_be(rowtype.0))
-            };
-            let columns = Columns::compile(filter, desc, &name);
-            pg_sys::DecrTupleDescRefCount(desc);
-            let fresh = Cached {
-                raw: raw.to_vec(),
-                rowtype,
-                columns,
-            };
-            if cached.is_null() {
-                cached = PgMemoryContexts::For((*flinfo).fn_mcxt).leak_and_drop_on_delete(fresh);
-                (*flinfo).fn_extra = cached as *mut std::ffi::c_void;
-            } else {
-                *cached = fresh;
-            }
-            pg_sys::MemoryContextSwitchTo(old);
-        }
-        let matched = (*cached).columns.matches(|attno| {
+        let cached: &Cached = crate::filter_cache::call_site(
+            flinfo,
+            |c: &Cached| c.raw == raw && c.rowtype == rowtype,
+            || {
+                // The values and equality functions live as long as the
+                // cached filter.
+                let old = pg_sys::MemoryContextSwitchTo((*flinfo).fn_mcxt);
+                let desc = pg_sys::lookup_rowtype_tupdesc(rowtype.0, rowtype.1);
+                let name = if (*desc).tdtypeid == pg_sys::RECORDOID {
+                    "of the row".to_string()
+                } else {
+                    cstr_owned(pg_sys::format_type_be(rowtype.0))
+                };
+                let columns = Columns::compile(filter, desc, &name);
+                pg_sys::DecrTupleDescRefCount(desc);
+                pg_sys::MemoryContextSwitchTo(old);
+                Cached {
+                    raw: raw.to_vec(),
+                    rowtype,
+                    columns,
+                }
+            },
+        );
+        let matched = cached.columns.matches(|attno| {
             let mut isnull = false;
             let v = pg_sys::GetAttributeByNum(row, attno, &mut isnull);
             (!isnull).then_some(v)

@@ -8,6 +8,15 @@ use alerts_core::{Bitmap, BITMAP_BITS, BITMAP_BYTES};
 use pgrx::pg_sys::{self, Datum};
 use pgrx::{PgLogLevel, PgSqlErrorCode};
 
+/// A Rust string of a NUL-terminated C string from Postgres.
+///
+/// # Safety
+/// `p` must point to a NUL-terminated string.
+pub unsafe fn cstr_owned(p: *const std::ffi::c_char) -> String {
+    // SAFETY: the caller passes a NUL-terminated string.
+    unsafe { std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned() }
+}
+
 /// Raises a core error as an ERROR with its hint. Never returns.
 pub fn raise(e: Error) -> ! {
     let code = match e.kind {

@@ -50,6 +50,38 @@ unsafe fn session_compiled(raw: &[u8], d: Datum) -> Filter {
     filter
 }
 
+/// What a call site keeps in `flinfo->fn_extra`: the value there when
+/// `current` says it still holds, else the one `build` makes, which
+/// replaces it. Allocated in `fn_mcxt` with a reset callback that drops it,
+/// so it lasts as long as the query's expression state and never leaks Rust
+/// heap. Every call site stores one type only.
+///
+/// # Safety
+/// `flinfo` is the live call's, and its `fn_extra` is null or a `T` stored
+/// by this function. The reference is valid until `fn_mcxt` is reset.
+pub unsafe fn call_site<'a, T>(
+    flinfo: *mut pg_sys::FmgrInfo,
+    current: impl FnOnce(&T) -> bool,
+    build: impl FnOnce() -> T,
+) -> &'a T {
+    // SAFETY: as the caller's; fn_mcxt outlives the call.
+    unsafe {
+        let cached = (*flinfo).fn_extra as *mut T;
+        if !cached.is_null() && current(&*cached) {
+            return &*cached;
+        }
+        let fresh = build();
+        if cached.is_null() {
+            let p = PgMemoryContexts::For((*flinfo).fn_mcxt).leak_and_drop_on_delete(fresh);
+            (*flinfo).fn_extra = p as *mut std::ffi::c_void;
+            &*p
+        } else {
+            *cached = fresh;
+            &*cached
+        }
+    }
+}
+
 struct Cached {
     raw: Vec<u8>,
     filter: Filter,
@@ -62,27 +94,18 @@ struct Cached {
 /// returned reference is valid until the function's memory context is reset,
 /// which outlives the call.
 pub unsafe fn compiled<'a>(fcinfo: pg_sys::FunctionCallInfo, d: Datum) -> &'a Filter {
-    // SAFETY: flinfo belongs to the live call; fn_extra is either null or the
-    // `Cached` we stored there, allocated in fn_mcxt which outlives this call.
+    // SAFETY: flinfo belongs to the live call, whose fn_extra only this
+    // function fills.
     unsafe {
-        let flinfo = (*fcinfo).flinfo;
         let raw = varlena_bytes(d);
-        let cached = (*flinfo).fn_extra as *mut Cached;
-        if !cached.is_null() && (*cached).raw == raw {
-            return &(*cached).filter;
-        }
-        let filter = session_compiled(raw, d);
-        if cached.is_null() {
-            let p = PgMemoryContexts::For((*flinfo).fn_mcxt).leak_and_drop_on_delete(Cached {
+        let cached: &Cached = call_site(
+            (*fcinfo).flinfo,
+            |c: &Cached| c.raw == raw,
+            || Cached {
                 raw: raw.to_vec(),
-                filter,
-            });
-            (*flinfo).fn_extra = p as *mut std::ffi::c_void;
-            &(*p).filter
-        } else {
-            (*cached).raw = raw.to_vec();
-            (*cached).filter = filter;
-            &(*cached).filter
-        }
+                filter: session_compiled(raw, d),
+            },
+        );
+        &cached.filter
     }
 }

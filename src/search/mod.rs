@@ -341,7 +341,7 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
                 columns: args.columns.as_ref().map(|c| c.0),
                 floor: args.floor,
                 // '8' sorts after every ULID; rows with other ids at or
-                // after it are read first, by `above`, on a first page.
+                // after it are read first on a first page (`Walk::above`).
                 before: args.before.unwrap_or_else(|| text_datum("8")),
                 first_page: args.before.is_none(),
                 paths: RarePaths {

@@ -1,8 +1,8 @@
 //! The session's route memory: (tenant, filter, column filter) triples a
 //! walk found rare, and when. For [`TTL`] their calls go to the rare path
-//! without walking first. Only ever a shortcut to an exact path whatever the window, so a stale
-//! entry costs time, never rows. `alerts.search_shortcuts = off` turns it
-//! off.
+//! without walking first. Only ever a shortcut to an exact path whatever
+//! the window, so a stale entry costs time, never rows.
+//! `alerts.search_shortcuts = off` turns it off.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

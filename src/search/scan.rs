@@ -319,8 +319,6 @@ pub struct IndexWalk<'a> {
     /// A first page: the scan has no upper bound on `id` (its third key
     /// stands for `end_id` only).
     open_top: bool,
-    /// While `above` reads: stop at the first id below '8'.
-    stop_at_eight: bool,
     /// What `above` saw of the newest id below '8': Some(None) when there
     /// is none, the answer of `end_id('8', newest)` without a second scan.
     below_eight: Option<Option<Vec<u8>>>,
@@ -395,7 +393,6 @@ impl<'a> IndexWalk<'a> {
                 keys: Default::default(),
                 started: false,
                 open_top: false,
-                stop_at_eight: false,
                 below_eight: None,
                 done: false,
                 smallest: Vec::new(),
@@ -448,9 +445,10 @@ impl<'a> IndexWalk<'a> {
     }
 
     /// Reads entries until `limit` of them are read, the page is full or
-    /// the scan ends; returns the entries read, the matches added and the
-    /// ULID time the entries spanned.
-    unsafe fn read(&mut self, page: &mut Page, limit: Option<i64>) -> Walked {
+    /// the scan ends (or, with `stop_at_eight`, the first id below '8',
+    /// kept in `below_eight` and not read); returns the entries read, the
+    /// matches added and the ULID time the entries spanned.
+    unsafe fn read(&mut self, page: &mut Page, limit: Option<i64>, stop_at_eight: bool) -> Walked {
         let mut walked = Walked::default();
         let mut newest: Option<Vec<u8>> = None;
         let natts = unsafe { (*(*self.index).rd_rel).relnatts } as usize;
@@ -463,13 +461,13 @@ impl<'a> IndexWalk<'a> {
                 pgrx::check_for_interrupts!();
                 if pg_sys::index_getnext_tid(self.scan, self.direction).is_null() {
                     self.done = true;
-                    if self.stop_at_eight {
+                    if stop_at_eight {
                         self.below_eight = Some(None);
                     }
                     break;
                 }
                 let id = deform_entry(self.scan, &mut values, &mut nulls);
-                if self.stop_at_eight && compare(id, b"8", self.layout.id_collation).is_lt() {
+                if stop_at_eight && compare(id, b"8", self.layout.id_collation).is_lt() {
                     // Consumed, not read: the walk below '8' starts the scan
                     // again (see `above`).
                     self.below_eight = Some(Some(id.to_vec()));
@@ -494,7 +492,7 @@ impl<'a> IndexWalk<'a> {
             }
             // Where the walk stands: the last entry read (still the scan's
             // current tuple, whose id the deformed values point into).
-            if walked.entries > 0 && !self.done && !self.stop_at_eight {
+            if walked.entries > 0 && !self.done && !stop_at_eight {
                 self.smallest.clear();
                 self.smallest
                     .extend_from_slice(crate::datum::varlena_bytes(values[1]));
@@ -732,10 +730,8 @@ impl Walk for IndexWalk<'_> {
         // SAFETY: the scan is open (a first page: its top is open).
         unsafe {
             self.open_top = true;
-            self.stop_at_eight = true;
             self.restart();
-            self.read(page, None);
-            self.stop_at_eight = false;
+            self.read(page, None, true);
             self.open_top = false;
             self.started = false;
             self.smallest.clear();
@@ -754,7 +750,7 @@ impl Walk for IndexWalk<'_> {
             if !self.started {
                 self.restart();
             }
-            self.read(page, entries)
+            self.read(page, entries, false)
         }
     }
 

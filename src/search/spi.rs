@@ -2,21 +2,13 @@
 //! statement, run it read-only, read ids from its result, and append its rows
 //! to the page being built ([`Page`]).
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 
 use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::PgSqlErrorCode;
 
+pub use crate::datum::cstr_owned;
 use crate::datum::error;
-
-/// A Rust string of a NUL-terminated C string from Postgres.
-///
-/// # Safety
-/// `p` must point to a NUL-terminated string.
-pub unsafe fn cstr_owned(p: *const std::ffi::c_char) -> String {
-    // SAFETY: the caller passes a NUL-terminated string.
-    unsafe { CStr::from_ptr(p).to_string_lossy().into_owned() }
-}
 
 /// An identifier quoted for SQL, as `quote_ident` would.
 pub fn quoted(ident: &str) -> String {
