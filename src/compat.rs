@@ -174,3 +174,19 @@ pub unsafe fn tbm_pages(
         }
     }
 }
+
+/// Whether a path key sorts descending. PostgreSQL 18 replaced the btree
+/// strategy number (`pk_strategy`) by a comparison type (`pk_cmptype`).
+///
+/// # Safety
+/// `pathkey` must be a valid PathKey.
+pub unsafe fn pathkey_descending(pathkey: *const pg_sys::PathKey) -> bool {
+    // SAFETY: as the caller's.
+    unsafe {
+        #[cfg(not(feature = "pg18"))]
+        let descending = (*pathkey).pk_strategy == pg_sys::BTGreaterStrategyNumber as i32;
+        #[cfg(feature = "pg18")]
+        let descending = (*pathkey).pk_cmptype == pg_sys::CompareType::COMPARE_GT;
+        descending
+    }
+}

@@ -201,3 +201,29 @@ pub fn jsonpath_datum(text: &str) -> Datum {
             .expect("jsonpath")
     }
 }
+
+/// `a` against `b` as the text type compares them in `collation`.
+pub fn text_cmp(a: &[u8], b: &[u8], collation: pg_sys::Oid) -> std::cmp::Ordering {
+    // SAFETY: both slices are live for the call; varstr_cmp reads exactly
+    // their lengths.
+    let c = unsafe {
+        pg_sys::varstr_cmp(
+            a.as_ptr() as *const _,
+            a.len() as i32,
+            b.as_ptr() as *const _,
+            b.len() as i32,
+            collation,
+        )
+    };
+    c.cmp(&0)
+}
+
+/// A `jsonb` datum parsed from JSON text (through jsonb's input function).
+pub fn jsonb_datum(text: &str) -> Datum {
+    let c = std::ffi::CString::new(text).expect("JSON text has no NUL");
+    // SAFETY: jsonb_in parses a C string into a palloc'd jsonb.
+    unsafe {
+        pgrx::direct_function_call_as_datum(pg_sys::jsonb_in, &[Some(Datum::from(c.as_ptr()))])
+            .expect("jsonb")
+    }
+}

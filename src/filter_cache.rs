@@ -50,6 +50,16 @@ unsafe fn session_compiled(raw: &[u8], d: Datum) -> Filter {
     filter
 }
 
+/// The filter of jsonb datum `d`, from the session's filters or compiled
+/// (the custom scan's, once per execution).
+///
+/// # Safety
+/// `d` is a non-null jsonb datum.
+pub unsafe fn session_filter(d: Datum) -> Filter {
+    // SAFETY: as the caller's.
+    unsafe { session_compiled(varlena_bytes(d), d) }
+}
+
 /// What a call site keeps in `flinfo->fn_extra`: the value there when
 /// `current` says it still holds, else the one `build` makes, which
 /// replaces it. Allocated in `fn_mcxt` with a reset callback that drops it,

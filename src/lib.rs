@@ -10,6 +10,7 @@
 mod bitmap_fns;
 mod columns;
 mod compat;
+mod custom_scan;
 mod datum;
 mod filter_cache;
 mod jsonb;
@@ -33,7 +34,13 @@ pub static SEARCH_SHORTCUTS: pgrx::GucSetting<bool> = pgrx::GucSetting::<bool>::
 /// rows; kept as a way back and to test one walker against the other).
 pub static SEARCH_DIRECT_SCAN: pgrx::GucSetting<bool> = pgrx::GucSetting::<bool>::new(true);
 
-/// Registers the extension's settings when the library is loaded.
+/// `alerts.custom_scan` (default on): whether the planner is offered the
+/// custom scan for plain SQL (`attribute_values @> ... ORDER BY id DESC`).
+/// Off: plain SQL gets Postgres' own plans.
+pub static CUSTOM_SCAN: pgrx::GucSetting<bool> = pgrx::GucSetting::<bool>::new(true);
+
+/// Registers the extension's settings and the custom scan when the library
+/// is loaded.
 #[pgrx::pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     pgrx::GucRegistry::define_bool_guc(
@@ -52,8 +59,20 @@ pub extern "C-unwind" fn _PG_init() {
         pgrx::GucContext::Userset,
         pgrx::GucFlags::default(),
     );
-    // SAFETY: called once at load, with a static NUL-terminated prefix.
-    unsafe { pgrx::pg_sys::MarkGUCPrefixReserved(c"alerts".as_ptr()) };
+    pgrx::GucRegistry::define_bool_guc(
+        c"alerts.custom_scan",
+        c"Offers the planner a search for plain SQL: organisation_id = ... AND attribute_values @> ... ORDER BY id DESC.",
+        c"Only another plan for the same query: off leaves plain SQL to Postgres' own plans. Active once the library is loaded (shared_preload_libraries or session_preload_libraries).",
+        &CUSTOM_SCAN,
+        pgrx::GucContext::Userset,
+        pgrx::GucFlags::default(),
+    );
+    // SAFETY: called once at load, with a static NUL-terminated prefix;
+    // the hook and method table are installed once.
+    unsafe {
+        pgrx::pg_sys::MarkGUCPrefixReserved(c"alerts".as_ptr());
+        custom_scan::init();
+    }
 }
 
 // A fresh install runs sql/alerts.sql, the complete current definition;

@@ -59,8 +59,37 @@ impl CitusCache {
         org: Datum,
         ext_schema: &dyn Fn() -> String,
     ) -> Target {
-        let epoch = relcache_epoch();
         // SAFETY: as the caller's.
+        unsafe {
+            self.refresh(relid, ext_schema);
+            let Some((_, Some(d))) = &self.known else {
+                return Target::Plain;
+            };
+            let tt = execute(d.shard, &[Datum::from(relid), org]);
+            let mut isnull = true;
+            let shard = pg_sys::SPI_getbinval(*(*tt).vals, (*tt).tupdesc, 1, &mut isnull);
+            if isnull {
+                Target::Remote
+            } else {
+                Target::Shard(Oid::from(shard.value() as u32))
+            }
+        }
+    }
+
+    /// Whether `relid` is a distributed table.
+    ///
+    /// # Safety
+    /// SPI must be connected.
+    pub unsafe fn distributed(&mut self, relid: Oid, ext_schema: &dyn Fn() -> String) -> bool {
+        // SAFETY: as the caller's.
+        unsafe { self.refresh(relid, ext_schema) };
+        matches!(self.known, Some((_, Some(_))))
+    }
+
+    /// Reads the catalog again when the relcache epoch moved.
+    unsafe fn refresh(&mut self, relid: Oid, ext_schema: &dyn Fn() -> String) {
+        let epoch = relcache_epoch();
+        // SAFETY: SPI is connected by the caller.
         unsafe {
             if !matches!(self.known, Some((at, _)) if at == epoch) {
                 // Any relcache invalidation starts a new epoch: read the
@@ -77,17 +106,6 @@ impl CitusCache {
                     (false, _) => None,
                 };
                 self.known = Some((epoch, known));
-            }
-            let Some((_, Some(d))) = &self.known else {
-                return Target::Plain;
-            };
-            let tt = execute(d.shard, &[Datum::from(relid), org]);
-            let mut isnull = true;
-            let shard = pg_sys::SPI_getbinval(*(*tt).vals, (*tt).tupdesc, 1, &mut isnull);
-            if isnull {
-                Target::Remote
-            } else {
-                Target::Shard(Oid::from(shard.value() as u32))
             }
         }
     }

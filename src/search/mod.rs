@@ -31,6 +31,7 @@ mod routes;
 mod scan;
 mod spi;
 mod statements;
+pub mod trace;
 mod walk;
 mod wire;
 
@@ -57,6 +58,10 @@ struct Table {
 }
 
 thread_local! {
+    /// How many searches are running (nested through a statement): while
+    /// one is, the custom scan is not offered, so that a search's own
+    /// statements keep their plans.
+    static RUNNING: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
     /// Backends are single-threaded; the tables live for the session. Keyed
     /// by the relation read (the table, or a Citus shard of it).
     static TABLES: RefCell<HashMap<Oid, Table>> = RefCell::new(HashMap::new());
@@ -100,20 +105,109 @@ impl Call<'_> {
     }
 }
 
-/// The SQL arguments of a search, checked.
-struct Args<'a> {
+/// The arguments of a search, checked: from `alerts_search`'s SQL
+/// arguments, or from the quals of a query the custom scan runs.
+pub struct Args<'a> {
     /// The table (from the first argument's row type) and its row type.
-    relid: Oid,
-    rowtype: Oid,
-    org: Datum,
-    filter: Datum,
-    compiled: &'a Filter,
+    pub relid: Oid,
+    pub rowtype: Oid,
+    pub org: Datum,
+    pub filter: Datum,
+    pub compiled: &'a Filter,
     /// The column filter's datum, compiled against the table's row type.
-    columns: Option<(Datum, crate::columns::Columns)>,
-    since: Datum,
-    floor: Datum,
-    before: Option<Datum>,
-    page_size: i32,
+    pub columns: Option<(Datum, crate::columns::Columns)>,
+    /// `since`, sent on when a Citus call is routed to another node.
+    pub since: Datum,
+    /// The window's smallest id.
+    pub floor: Datum,
+    /// Ids below this; None: no upper bound (a first page).
+    pub before: Option<Datum>,
+    pub page_size: i32,
+}
+
+/// The page of `args`: its rows (composite datums of the table's row type,
+/// in the current memory context), newest first.
+///
+/// # Safety
+/// The datums of `args` are live; `relid` is a table with the columns a
+/// search reads (the custom scan's planner checks them).
+pub unsafe fn rows(args: &Args) -> Vec<Datum> {
+    let mut page = Page::rows(args.page_size as i64);
+    // SAFETY: as the caller's.
+    unsafe { fill(&extension_schema, args, &mut page) };
+    page.into_rows()
+}
+
+/// Every row of tenant `org` in `relid` (not its partitions) whose id is
+/// `id`, unfiltered, in the current memory context: where a page ends
+/// among rows sharing its last id, the custom scan reads them all here, so
+/// that the next page (ids below it) loses none.
+///
+/// # Safety
+/// `org` and `id` are live text datums; `relid` is a table.
+pub unsafe fn rows_with_id(relid: Oid, org: Datum, id: Datum) -> Vec<Datum> {
+    // SAFETY: SPI is connected around one read-only statement, with the
+    // caller's snapshot; search_path is pinned as in `fill`.
+    unsafe {
+        let guc_level = pg_sys::NewGUCNestLevel();
+        crate::compat::set_local_search_path(c"pg_catalog, pg_temp");
+        pg_sys::SPI_connect();
+        let sql = format!(
+            "SELECT r FROM ONLY {} r WHERE organisation_id = $1 AND id = $2",
+            statements::qualified(relid)
+        );
+        let plan = spi::prepare_unkept(&sql, &[pg_sys::TEXTOID, pg_sys::TEXTOID]);
+        let mut page = Page::rows(i64::MAX);
+        page.add(spi::execute(plan, &[org, id]));
+        pg_sys::SPI_finish();
+        pg_sys::AtEOXact_GUC(true, guc_level);
+        page.into_rows()
+    }
+}
+
+/// The schema the extension is installed in (read when a table's
+/// statements are first prepared, SPI connected).
+fn extension_schema() -> String {
+    // SAFETY: SPI is connected by the caller (`fill`); one catalog read.
+    unsafe {
+        let rc = pg_sys::SPI_execute(
+            c"SELECT n.nspname::text FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'alerts'".as_ptr(),
+            true,
+            1,
+        );
+        let found = (rc == pg_sys::SPI_OK_SELECT as i32)
+            .then(|| spi::first_value(pg_sys::SPI_tuptable))
+            .flatten();
+        match found {
+            Some(d) => String::from_utf8_lossy(crate::datum::varlena_bytes(d)).into_owned(),
+            None => error(
+                PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+                "alerts: the extension is not installed in this database".into(),
+                "CREATE EXTENSION alerts",
+            ),
+        }
+    }
+}
+
+/// Whether `relid` is a Citus distributed table (read once per relcache
+/// epoch): Citus plans queries on those itself, and its workers plan the
+/// shards.
+///
+/// # Safety
+/// `relid` is a valid relation; a transaction is open.
+pub unsafe fn is_distributed(relid: Oid) -> bool {
+    // SAFETY: SPI is connected around the catalog read.
+    unsafe {
+        pg_sys::SPI_connect();
+        let d = CITUS.with(|c| {
+            c.borrow_mut()
+                .entry(relid)
+                .or_default()
+                .distributed(relid, &extension_schema)
+        });
+        pg_sys::SPI_finish();
+        d
+    }
 }
 
 /// # Safety
@@ -144,7 +238,7 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
         pg_sys::MemoryContextSwitchTo(old);
 
         let mut page = Page::store(store, args.page_size as i64);
-        fill(fcinfo, &args, &mut page);
+        fill(&|| function_schema(fcinfo), &args, &mut page);
 
         (*rsinfo).returnMode = pg_sys::SetFunctionReturnMode::SFRM_Materialize;
         (*rsinfo).setResult = store;
@@ -167,7 +261,7 @@ pub unsafe extern "C-unwind" fn alerts_search_wire(fcinfo: pg_sys::FunctionCallI
     unsafe {
         let args = checked_args(fcinfo);
         let mut page = Page::rows(args.page_size as i64);
-        fill(fcinfo, &args, &mut page);
+        fill(&|| function_schema(fcinfo), &args, &mut page);
         wire::encode(&page.into_rows(), args.rowtype)
     }
 }
@@ -245,9 +339,37 @@ unsafe fn checked_args<'a>(fcinfo: pg_sys::FunctionCallInfo) -> Args<'a> {
     }
 }
 
+/// The schema of the function being called (the extension's).
+fn function_schema(fcinfo: pg_sys::FunctionCallInfo) -> String {
+    // SAFETY: fcinfo is the live call's.
+    unsafe {
+        cstr_owned(pg_sys::get_namespace_name(pg_sys::get_func_namespace(
+            (*(*fcinfo).flinfo).fn_oid,
+        )))
+    }
+}
+
 /// Fills the page: from the table, from the tenant's Citus shard on this
 /// node, or by one routed statement to the node that has the shard.
-unsafe fn fill(fcinfo: pg_sys::FunctionCallInfo, args: &Args, page: &mut Page) {
+/// `ext_schema` names the extension's schema (read only when statements
+/// are first prepared).
+unsafe fn fill(ext_schema: &dyn Fn() -> String, args: &Args, page: &mut Page) {
+    RUNNING.with(|r| r.set(r.get() + 1));
+    // SAFETY: as fill_running's; the count is restored on error too.
+    pgrx::PgTryBuilder::new(std::panic::AssertUnwindSafe(|| unsafe {
+        fill_running(ext_schema, args, page)
+    }))
+    .finally(|| RUNNING.with(|r| r.set(r.get() - 1)))
+    .execute()
+}
+
+/// Whether a search is running in this backend.
+pub fn running() -> bool {
+    RUNNING.with(|r| r.get() > 0)
+}
+
+/// As [`fill`], counted in `RUNNING`.
+unsafe fn fill_running(ext_schema: &dyn Fn() -> String, args: &Args, page: &mut Page) {
     // SAFETY: SPI is connected here and finished before returning; the
     // argument datums are live for the call.
     unsafe {
@@ -264,17 +386,14 @@ unsafe fn fill(fcinfo: pg_sys::FunctionCallInfo, args: &Args, page: &mut Page) {
                 "report this as a bug",
             );
         }
-        let ext_schema = || {
-            cstr_owned(pg_sys::get_namespace_name(pg_sys::get_func_namespace(
-                (*(*fcinfo).flinfo).fn_oid,
-            )))
-        };
         let relid = args.relid;
+        trace::page_starts(trace::Route::Walk);
         let target = CITUS.with(|c| {
             let mut c = c.borrow_mut();
             let cache = c.entry(relid).or_default();
-            match cache.target(relid, args.org, &ext_schema) {
+            match cache.target(relid, args.org, ext_schema) {
                 citus::Target::Remote => {
+                    trace::page_starts(trace::Route::Routed);
                     let routed = cache.routed(
                         relid,
                         &[
@@ -297,8 +416,9 @@ unsafe fn fill(fcinfo: pg_sys::FunctionCallInfo, args: &Args, page: &mut Page) {
             }
         });
         if let Some(source) = target {
-            search(source, args, &ext_schema, page);
+            search(source, args, ext_schema, page);
         }
+        trace::page_ends();
         pg_sys::SPI_finish();
         pg_sys::AtEOXact_GUC(true, guc_level);
     }

@@ -9,6 +9,7 @@ use pgrx::pg_sys::Datum;
 
 use super::spi::{text_of, Page};
 use super::statements::Statements;
+use super::trace;
 use super::walk::Walk;
 use super::Call;
 
@@ -30,10 +31,12 @@ pub unsafe fn rest_of_page(
     // SAFETY: as the caller's.
     unsafe {
         if call.paths.keys && by_keys(st, call, walker, cursor, page, weeks) {
+            trace::rare_path(true);
             return;
         }
         match &call.jsonpath {
             Some(path) if call.paths.gin => {
+                trace::rare_path(false);
                 let path = crate::datum::jsonpath_datum(path);
                 page.add(call.execute(
                     st.gin,
@@ -50,7 +53,8 @@ pub unsafe fn rest_of_page(
             // Neither index answers: the rest of the walk, from where the
             // walker stands (which is `cursor`).
             _ => {
-                walker.chunk(page, None);
+                let walked = walker.chunk(page, None);
+                trace::walked(walked.entries);
             }
         }
     }

@@ -21,6 +21,8 @@ use alerts_core::Filter;
 use pgrx::pg_sys::{self, AttrNumber, Datum, Oid};
 
 use super::spi::{cstr_owned, text_of, Page};
+use crate::datum::text_cmp as compare;
+use super::trace;
 use super::walk::{Walk, Walked};
 use super::Call;
 use crate::columns::Columns;
@@ -247,22 +249,6 @@ unsafe fn deform_entry<'t>(
 /// The strategy of `&&` in GIN's array operator classes.
 const GIN_OVERLAP: u32 = 1;
 
-/// `a` against `b` as the text type compares them in `collation`.
-fn compare(a: &[u8], b: &[u8], collation: Oid) -> std::cmp::Ordering {
-    // SAFETY: both slices are live for the call; varstr_cmp reads exactly
-    // their lengths.
-    let c = unsafe {
-        pg_sys::varstr_cmp(
-            a.as_ptr() as *const _,
-            a.len() as i32,
-            b.as_ptr() as *const _,
-            b.len() as i32,
-            collation,
-        )
-    };
-    c.cmp(&0)
-}
-
 /// The TID of offset `offset` of block `block`.
 fn item_pointer(
     block: pg_sys::BlockNumber,
@@ -484,9 +470,8 @@ impl<'a> IndexWalk<'a> {
                     }
                 }
                 let old = pg_sys::MemoryContextSwitchTo(self.entry_cxt);
-                if self.candidate(page) {
-                    walked.hits += 1;
-                }
+                let hit = self.candidate(page);
+                walked.hits += hit as i64;
                 pg_sys::MemoryContextSwitchTo(old);
                 pg_sys::MemoryContextReset(self.entry_cxt);
             }
@@ -519,6 +504,19 @@ impl<'a> IndexWalk<'a> {
             if !pg_sys::index_fetch_heap(self.scan, self.slot) {
                 return false; // not visible to this snapshot
             }
+            let matched = self.candidate_matches();
+            trace::candidate(matched);
+            if matched {
+                self.add_slot(page);
+            }
+            matched
+        }
+    }
+
+    /// Whether the fetched candidate in the slot matches exactly.
+    unsafe fn candidate_matches(&mut self) -> bool {
+        // SAFETY: the slot holds the fetched tuple.
+        unsafe {
             let slot = self.slot;
             deform_slot(
                 slot,
@@ -540,11 +538,7 @@ impl<'a> IndexWalk<'a> {
             };
             // The column filter first: an equality of a few datums, where
             // the attributes' check walks the jsonb.
-            if !self.columns_match() || !crate::jsonb::exact_match_of(self.filter, attrs) {
-                return false;
-            }
-            self.add_slot(page);
-            true
+            self.columns_match() && crate::jsonb::exact_match_of(self.filter, attrs)
         }
     }
 
@@ -690,6 +684,7 @@ impl<'a> IndexWalk<'a> {
                             .is_none_or(|bm| self.filter.bloom_match(crate::datum::bitmap_arg(bm)))
                         && self.columns_match()
                         && crate::jsonb::exact_match_of(self.filter, attrs);
+                    trace::candidate(matched);
                     matched.then(|| id.to_vec())
                 }
                 _ => None,

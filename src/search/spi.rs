@@ -40,6 +40,27 @@ pub unsafe fn prepare_generic(sql: &str, types: &[Oid]) -> pg_sys::SPIPlanPtr {
     unsafe { prepare_with(sql, types, pg_sys::CURSOR_OPT_GENERIC_PLAN as i32) }
 }
 
+/// Prepares a statement for this SPI connection only (freed by
+/// `SPI_finish`).
+///
+/// # Safety
+/// SPI must be connected.
+pub unsafe fn prepare_unkept(sql: &str, types: &[Oid]) -> pg_sys::SPIPlanPtr {
+    let c = CString::new(sql).expect("no NUL in SQL");
+    // SAFETY: SPI is connected by the caller; `types` outlives the call.
+    unsafe {
+        let plan = pg_sys::SPI_prepare(c.as_ptr(), types.len() as i32, types.as_ptr() as *mut Oid);
+        if plan.is_null() {
+            error(
+                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+                format!("alerts could not prepare: {}", cstr_owned(pg_sys::SPI_result_code_string(pg_sys::SPI_result))),
+                "check that the table has the columns id and organisation_id",
+            );
+        }
+        plan
+    }
+}
+
 unsafe fn prepare_with(sql: &str, types: &[Oid], options: i32) -> pg_sys::SPIPlanPtr {
     let c = CString::new(sql).expect("no NUL in SQL");
     // SAFETY: SPI is connected by the caller; `types` outlives the call.

@@ -18,6 +18,7 @@ use pgrx::pg_sys::{self, Datum};
 use super::routes::{Key, Routes};
 use super::spi::{execute, first_id, first_value, Page};
 use super::statements::Statements;
+use super::trace::{self, Route};
 use super::{probe, rare, Call};
 
 /// What one chunk of a walk read.
@@ -118,6 +119,7 @@ pub unsafe fn fill(
         }
         if let (Some(key), Some(weeks)) = (&route, fresh) {
             // Walked recently and found rare: straight to the rare path.
+            trace::page_starts(Route::RememberedKeys);
             let started = std::time::Instant::now();
             rare::rest_of_page(st, call, walker, call.before, page, weeks);
             routes.answered(key, started.elapsed());
@@ -144,6 +146,7 @@ unsafe fn chunks(
         loop {
             let want = page.want;
             let walked = walker.chunk(page, Some(chunk));
+            trace::walked(walked.entries);
             if page.is_full() {
                 return;
             }
@@ -161,6 +164,7 @@ unsafe fn chunks(
             if let Some(weeks) = leave_walk(call.paths, walked.hits, chunk, walked.span_ms, want) {
                 // The rare path answers the rest of the page below where the
                 // walk stopped.
+                trace::left_walk(collected + walked.hits, walked.entries);
                 if first {
                     if let Some(key) = route {
                         routes.remember(key, weeks);
@@ -173,7 +177,8 @@ unsafe fn chunks(
             collected += walked.hits;
             if !call.paths.any() {
                 // Nothing to leave for: walk the rest without a chunk bound.
-                walker.chunk(page, None);
+                let walked = walker.chunk(page, None);
+                trace::walked(walked.entries);
                 return;
             }
             chunk = next_chunk(page.want, chunk, walked.hits);

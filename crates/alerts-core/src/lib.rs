@@ -11,6 +11,7 @@
 
 pub mod bloom;
 pub mod columns;
+pub mod containment;
 pub mod encoding;
 pub mod error;
 pub mod filter;

@@ -1,0 +1,136 @@
+//! A filter for SQL's `attribute_values @> value`: the widest filter whose
+//! matches include every row the containment holds for, so that a search by
+//! it, followed by the containment itself on each row it returns, is exact.
+//!
+//! `@>` and a filter agree on most objects but not all:
+//! - a scalar (`{"team": "a"}`): `@>` holds when the row's `team` is `"a"`;
+//!   the filter also accepts an array holding `"a"` (wider: kept);
+//! - an array of scalars (`{"tags": ["a", "b"]}`): `@>` wants an array
+//!   holding both; the filter wants one of them (wider: kept);
+//! - an empty array: `@>` holds for any array, the filter for no row; an
+//!   object, or an array holding objects or arrays: `@>` holds for values
+//!   that contain them, the filter for equal ones; `null`: the filter
+//!   refuses it. These keys are left out (wider: every row passes them);
+//! - a value that is not an object: no key constrains the filter (`{}`).
+//!
+//! Several containments (`@> a AND @> b`) and filters of the exact form
+//! (`alerts_attrs_match(attribute_values, f)`) are merged: each key's first
+//! clause is kept, which is implied by the conjunction of all of them.
+
+use serde_json::{Map, Value};
+
+/// What a condition on the attributes says.
+pub enum Condition<'a> {
+    /// `attribute_values @> value`.
+    Contains(&'a Value),
+    /// `alerts_attrs_match(attribute_values, filter)`: the filter's own
+    /// semantics, kept as they are.
+    Filter(&'a Value),
+}
+
+/// The widest filter implied by every condition (see the module comment).
+pub fn implied_filter(conditions: &[Condition]) -> Value {
+    let mut out = Map::new();
+    for c in conditions {
+        let (Condition::Contains(Value::Object(m)) | Condition::Filter(Value::Object(m))) = c else {
+            continue;
+        };
+        let exact = matches!(c, Condition::Filter(_));
+        for (key, value) in m {
+            if out.contains_key(key) || !(exact || kept(value)) {
+                continue;
+            }
+            out.insert(key.clone(), value.clone());
+        }
+    }
+    Value::Object(out)
+}
+
+/// Whether a containment's value at one key means, as a filter clause, a
+/// condition at least as wide.
+fn kept(value: &Value) -> bool {
+    match value {
+        Value::Bool(_) | Value::Number(_) | Value::String(_) => true,
+        Value::Array(items) => !items.is_empty() && items.iter().all(|i| kept(i) && !i.is_array()),
+        Value::Null | Value::Object(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Filter;
+    use serde_json::json;
+
+    fn contains(v: &Value) -> Value {
+        implied_filter(&[Condition::Contains(v)])
+    }
+
+    #[test]
+    fn scalars_and_arrays_of_scalars_are_kept() {
+        let v = json!({"team": "a", "n": 1.5, "ok": true, "tags": ["x", 2]});
+        assert_eq!(contains(&v), v);
+    }
+
+    #[test]
+    fn values_a_filter_reads_differently_are_left_out() {
+        let v = json!({"team": "a", "e": [], "o": {"x": 1}, "z": null, "ao": [{"x": 1}], "aa": [[1]]});
+        assert_eq!(contains(&v), json!({"team": "a"}));
+    }
+
+    #[test]
+    fn not_an_object_constrains_nothing() {
+        assert_eq!(contains(&json!(["a"])), json!({}));
+        assert_eq!(contains(&json!("a")), json!({}));
+    }
+
+    #[test]
+    fn merged_first_clause_wins_and_filters_stay_exact() {
+        let a = json!({"team": "a", "o": {"x": 1}});
+        let b = json!({"team": "b", "env": "prod"});
+        let f = json!({"o": ["p", "q"], "sev": []});
+        let got = implied_filter(&[Condition::Contains(&a), Condition::Contains(&b), Condition::Filter(&f)]);
+        assert_eq!(got, json!({"team": "a", "env": "prod", "o": ["p", "q"], "sev": []}));
+    }
+
+    /// The property itself, on rows: whenever `row @> value` (as Postgres
+    /// defines it, modelled here for the shapes kept), the implied filter
+    /// matches the row.
+    #[test]
+    fn implied_filter_accepts_every_containing_row() {
+        let rows = [
+            json!({"team": "a", "tags": ["x", "y", 2], "n": 1.0}),
+            json!({"team": ["a", "b"], "tags": ["x"], "n": 1}),
+            json!({"team": "a", "tags": ["y", "x", 2], "n": 1, "o": {"x": 1, "y": 2}}),
+        ];
+        let values = [
+            json!({"team": "a"}),
+            json!({"tags": ["x", 2]}),
+            json!({"n": 1}),
+            json!({"o": {"x": 1}, "team": "a"}),
+            json!({"tags": [], "n": 1.00}),
+        ];
+        for row in &rows {
+            for value in &values {
+                if contains_json(row, value) {
+                    let f = Filter::compile(&contains(value)).unwrap();
+                    assert!(f.exact_match(row).unwrap(), "{row} @> {value} but the filter refuses it");
+                }
+            }
+        }
+    }
+
+    /// jsonb's `@>` for objects, arrays and scalars (numbers by value).
+    fn contains_json(a: &Value, b: &Value) -> bool {
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                y.iter().all(|(k, v)| x.get(k).is_some_and(|w| contains_json(w, v)))
+            }
+            (Value::Array(x), Value::Array(y)) => {
+                y.iter().all(|v| x.iter().any(|w| contains_json(w, v)))
+            }
+            (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+            (x, y) => x == y,
+        }
+    }
+}

@@ -1,0 +1,449 @@
+//! The executor side: the scan returns the search's pages one row at a
+//! time, newest first, asking for the next page (ids below the last one
+//! returned) only when the rows above are used up. The executor checks
+//! every qual of the query on each row (`ExecScan`), so the page the
+//! client sees is exact whatever the search was told.
+//!
+//! - The values (tenant, filters, bounds, limit) are computed once, at the
+//!   first row, from constants and parameters: the route is chosen then,
+//!   from the actual filter, as `alerts_search` chooses it.
+//! - The first page has the query's `LIMIT` + `OFFSET` rows (50 without a
+//!   limit); each next page twice as many, up to 5000.
+//! - Without a lower bound on `id`, the window is the ULID range (ids at or
+//!   after `alerts_ulid_floor` of 1970, which a search reads); the ids below
+//!   it, if any, are read last as a window of their own.
+//! - Where ids may repeat (no unique index on them), a page's last id may
+//!   have rows beyond the page: the page's rows of that id are set aside
+//!   and all the tenant's rows of that id read instead, before the next
+//!   page starts below it.
+
+use std::collections::VecDeque;
+
+use alerts_core::containment::{implied_filter, Condition};
+use alerts_core::{ulid, Filter};
+use pgrx::pg_sys::{self, Datum, Oid};
+use pgrx::PgMemoryContexts;
+
+use super::path::Shape;
+use super::quals::Kind;
+use crate::datum::{jsonb_datum, jsonb_value, text_cmp, varlena_bytes};
+use crate::search::trace::{self, Trace};
+
+/// Largest page a scan asks for.
+const MAX_PAGE: i64 = 5000;
+/// First page without a limit to size it.
+const DEFAULT_PAGE: i64 = 50;
+
+/// The scan's node: Postgres' part first, then ours.
+#[repr(C)]
+pub struct State {
+    css: pg_sys::CustomScanState,
+    run: *mut Run,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Values not computed yet.
+    Start,
+    /// Pages of the window.
+    Window,
+    /// The ids below the ULID range.
+    Below,
+    Done,
+}
+
+/// What one scan keeps between rows.
+pub struct Run {
+    pub shape: Shape,
+    /// The plan's expressions, initialised, in `custom_exprs` order.
+    exprs: Vec<*mut pg_sys::ExprState>,
+    relid: Oid,
+    rowtype: Oid,
+    id_attno: i32,
+    id_collation: Oid,
+    desc: pg_sys::TupleDesc,
+    /// Memory of the computed values (reset on rescan) and of the page
+    /// being returned (reset for each page).
+    values_cxt: pg_sys::MemoryContext,
+    page_cxt: pg_sys::MemoryContext,
+    phase: Phase,
+    org: Vec<u8>,
+    filter: Datum,
+    compiled: Option<Filter>,
+    /// The window: ids in `[floor, before)`; `before` None on a first page.
+    floor: Vec<u8>,
+    before: Option<Vec<u8>>,
+    /// The query's own upper bound, for the window below the ULIDs.
+    upper: Option<Vec<u8>>,
+    /// No lower bound was given: the ids below the ULID range are read last.
+    below_too: bool,
+    size: i64,
+    ready: VecDeque<Datum>,
+    /// The id whose rows are read whole before the next page.
+    tie: Option<Vec<u8>>,
+    /// What the searches did, for EXPLAIN ANALYZE.
+    pub trace: Trace,
+    pub pages: u64,
+    pub first_page: i64,
+}
+
+/// `CreateCustomScanState`: the node, with its plan's shape.
+///
+/// # Safety
+/// Called by the executor with our plan.
+#[pgrx::pg_guard]
+pub unsafe extern "C-unwind" fn create_state(cscan: *mut pg_sys::CustomScan) -> *mut pg_sys::Node {
+    // SAFETY: the node is palloc0'd in the executor's memory with room for
+    // our part.
+    unsafe {
+        let state = pg_sys::palloc0(std::mem::size_of::<State>()) as *mut State;
+        (*state).css.ss.ps.type_ = pg_sys::NodeTag::T_CustomScanState;
+        (*state).css.flags = (*cscan).flags;
+        (*state).css.methods = &raw const super::EXEC_METHODS;
+        state.cast()
+    }
+}
+
+/// `BeginCustomScan`.
+///
+/// # Safety
+/// Called by the executor on a node of [`create_state`].
+#[pgrx::pg_guard]
+pub unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *mut pg_sys::EState, _eflags: i32) {
+    // SAFETY: the node is ours; the relation is open (scanrelid > 0).
+    unsafe {
+        let state = node as *mut State;
+        let cscan = (*node).ss.ps.plan as *mut pg_sys::CustomScan;
+        let ints = (*cscan).custom_private;
+        let ints: Vec<i32> = (0..pg_sys::list_length(ints))
+            .map(|i| (*(pg_sys::list_nth(ints, i) as *mut pg_sys::Integer)).ival)
+            .collect();
+        let list = (*cscan).custom_exprs;
+        let exprs = (0..pg_sys::list_length(list))
+            .map(|i| pg_sys::ExecInitExpr(pg_sys::list_nth(list, i).cast(), &mut (*node).ss.ps))
+            .collect();
+        let rel = (*node).ss.ss_currentRelation;
+        let desc = (*rel).rd_att;
+        let id_attno = pg_sys::get_attnum((*rel).rd_id, c"id".as_ptr()) as i32;
+        let query_cxt = (*estate).es_query_cxt;
+        let new_cxt = |name: &std::ffi::CStr| {
+            pg_sys::AllocSetContextCreateInternal(
+                query_cxt,
+                name.as_ptr(),
+                pg_sys::ALLOCSET_DEFAULT_MINSIZE as usize,
+                pg_sys::ALLOCSET_DEFAULT_INITSIZE as usize,
+                pg_sys::ALLOCSET_DEFAULT_MAXSIZE as usize,
+            )
+        };
+        let run = Run {
+            shape: Shape::from_ints(&ints),
+            exprs,
+            relid: (*rel).rd_id,
+            rowtype: (*(*rel).rd_rel).reltype,
+            id_attno,
+            id_collation: crate::compat::attribute(desc, id_attno).attcollation,
+            desc,
+            values_cxt: new_cxt(c"alerts scan values"),
+            page_cxt: new_cxt(c"alerts scan page"),
+            phase: Phase::Start,
+            org: Vec::new(),
+            filter: Datum::from(0usize),
+            compiled: None,
+            floor: Vec::new(),
+            before: None,
+            upper: None,
+            below_too: false,
+            size: DEFAULT_PAGE,
+            ready: VecDeque::new(),
+            tie: None,
+            trace: Trace::default(),
+            pages: 0,
+            first_page: 0,
+        };
+        // Dropped with the query's memory, on success or error.
+        (*state).run = PgMemoryContexts::For(query_cxt).leak_and_drop_on_delete(run);
+    }
+}
+
+/// `ExecCustomScan`: the next row passing every qual.
+///
+/// # Safety
+/// Called by the executor on a begun node.
+#[pgrx::pg_guard]
+pub unsafe extern "C-unwind" fn exec(node: *mut pg_sys::CustomScanState) -> *mut pg_sys::TupleTableSlot {
+    // SAFETY: ExecScan calls back with the same node.
+    unsafe { pg_sys::ExecScan(&mut (*node).ss, Some(next), Some(recheck)) }
+}
+
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn recheck(_node: *mut pg_sys::ScanState, _slot: *mut pg_sys::TupleTableSlot) -> bool {
+    true
+}
+
+/// The next row of the pages, or an empty slot at the end.
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn next(ss: *mut pg_sys::ScanState) -> *mut pg_sys::TupleTableSlot {
+    // SAFETY: the node is ours (ScanState is its first member).
+    unsafe {
+        let run = &mut *(*(ss as *mut State)).run;
+        let slot = (*ss).ss_ScanTupleSlot;
+        let econtext = (*ss).ps.ps_ExprContext;
+        loop {
+            if let Some(row) = run.ready.pop_front() {
+                let td = row.cast_mut_ptr::<pg_sys::HeapTupleHeaderData>();
+                let mut tuple = pg_sys::HeapTupleData {
+                    t_len: pgrx::varsize_any(td as *const pg_sys::varlena) as u32,
+                    t_tableOid: run.relid,
+                    t_data: td,
+                    ..Default::default()
+                };
+                pg_sys::ExecForceStoreHeapTuple(&mut tuple, slot, false);
+                return slot;
+            }
+            if !run.fetch(econtext) {
+                return pg_sys::ExecClearTuple(slot);
+            }
+        }
+    }
+}
+
+/// `ReScanCustomScan`: start again, values computed anew (parameters may
+/// have changed).
+///
+/// # Safety
+/// Called by the executor on a begun node.
+#[pgrx::pg_guard]
+pub unsafe extern "C-unwind" fn rescan(node: *mut pg_sys::CustomScanState) {
+    // SAFETY: the node is ours.
+    unsafe {
+        let run = &mut *(*(node as *mut State)).run;
+        run.ready.clear();
+        run.tie = None;
+        run.phase = Phase::Start;
+        pg_sys::MemoryContextReset(run.page_cxt);
+        pg_sys::MemoryContextReset(run.values_cxt);
+    }
+}
+
+/// `EndCustomScan`: the run is dropped with the query's memory.
+#[pgrx::pg_guard]
+pub unsafe extern "C-unwind" fn end(_node: *mut pg_sys::CustomScanState) {}
+
+/// The scan's run, for EXPLAIN.
+///
+/// # Safety
+/// `node` is a begun node of ours.
+pub unsafe fn run_of<'a>(node: *mut pg_sys::CustomScanState) -> &'a Run {
+    // SAFETY: as the caller's.
+    unsafe { &*(*(node as *mut State)).run }
+}
+
+impl Run {
+    /// Reads more rows into `ready`; false when there are no more.
+    unsafe fn fetch(&mut self, econtext: *mut pg_sys::ExprContext) -> bool {
+        // SAFETY: as `next`'s.
+        unsafe {
+            if self.phase == Phase::Start && !self.start(econtext) {
+                self.phase = Phase::Done;
+            }
+            if self.phase == Phase::Done {
+                return false;
+            }
+            pg_sys::MemoryContextReset(self.page_cxt);
+            let old = pg_sys::MemoryContextSwitchTo(self.page_cxt);
+            if let Some(id) = self.tie.take() {
+                // All the tenant's rows of the last page's last id; the next
+                // page starts below it.
+                let rows = crate::search::rows_with_id(self.relid, text(&self.org), text(&id));
+                self.ready.extend(rows);
+                self.before = Some(id);
+            } else {
+                self.page();
+            }
+            pg_sys::MemoryContextSwitchTo(old);
+            true
+        }
+    }
+
+    /// One page of the search, into `ready`.
+    unsafe fn page(&mut self) {
+        // SAFETY: in the page's memory; the values are live.
+        unsafe {
+            let compiled = self.compiled.as_ref().expect("computed at start");
+            let args = crate::search::Args {
+                relid: self.relid,
+                rowtype: self.rowtype,
+                org: text(&self.org),
+                filter: self.filter,
+                compiled,
+                columns: None,
+                since: Datum::from(i64::MIN), // -infinity: never sent (not Citus)
+                floor: text(&self.floor),
+                before: self.before.as_deref().map(text),
+                page_size: self.size as i32,
+            };
+            trace::take();
+            let rows = crate::search::rows(&args);
+            self.add_trace(trace::take());
+            self.pages += 1;
+            if self.first_page == 0 {
+                self.first_page = self.size;
+            }
+            let full = rows.len() as i64 >= self.size;
+            self.size = (self.size * 2).min(MAX_PAGE);
+            if !full {
+                self.ready.extend(rows);
+                self.end_of_window();
+                return;
+            }
+            let last = self.id_of(*rows.last().expect("a full page has rows")).to_vec();
+            if self.shape.ids_unique {
+                self.ready.extend(rows);
+                self.before = Some(last);
+            } else {
+                let id_attno = self.id_attno;
+                let kept: Vec<Datum> = rows.into_iter().filter(|&r| self.id_of_at(r, id_attno) != last.as_slice()).collect();
+                self.ready.extend(kept);
+                self.tie = Some(last);
+            }
+        }
+    }
+
+    /// The window is read: on to the ids below the ULIDs, or the end.
+    fn end_of_window(&mut self) {
+        let epoch = ulid::floor(0).to_vec();
+        if self.phase == Phase::Window && self.below_too {
+            // ids in ['', min(epoch, the query's upper bound))
+            self.phase = Phase::Below;
+            self.before = Some(match &self.upper {
+                Some(u) if text_cmp(u, &epoch, self.id_collation).is_lt() => u.clone(),
+                _ => epoch,
+            });
+            self.floor = Vec::new();
+            self.size = self.size.max(DEFAULT_PAGE);
+        } else {
+            self.phase = Phase::Done;
+        }
+    }
+
+    fn add_trace(&mut self, t: Trace) {
+        self.trace.entries += t.entries;
+        self.trace.candidates += t.candidates;
+        self.trace.matches += t.matches;
+        for (a, b) in self.trace.pages.iter_mut().zip(t.pages) {
+            *a += b;
+        }
+        if t.left_after.is_some() {
+            self.trace.left_after = t.left_after;
+        }
+    }
+
+    /// The id of a page's row.
+    unsafe fn id_of<'a>(&self, row: Datum) -> &'a [u8] {
+        // SAFETY: as id_of_at's.
+        unsafe { self.id_of_at(row, self.id_attno) }
+    }
+
+    unsafe fn id_of_at<'a>(&self, row: Datum, attno: i32) -> &'a [u8] {
+        // SAFETY: the row is a composite datum of the table's type, whose id
+        // is never NULL on a page (a search reads ids in a range).
+        unsafe {
+            let td = row.cast_mut_ptr::<pg_sys::HeapTupleHeaderData>();
+            let mut tuple = pg_sys::HeapTupleData {
+                t_len: pgrx::varsize_any(td as *const pg_sys::varlena) as u32,
+                t_data: td,
+                ..Default::default()
+            };
+            let mut isnull = false;
+            let d = pg_sys::heap_getattr(&mut tuple, attno, self.desc, &mut isnull);
+            if isnull {
+                return &[];
+            }
+            varlena_bytes(d)
+        }
+    }
+
+    /// Computes the values; false when no row can match (a NULL value, or
+    /// a filter that matches nothing).
+    unsafe fn start(&mut self, econtext: *mut pg_sys::ExprContext) -> bool {
+        // SAFETY: the expressions are initialised for this node; values are
+        // computed in the values' memory.
+        unsafe {
+            pg_sys::MemoryContextReset(self.values_cxt);
+            let old = pg_sys::MemoryContextSwitchTo(self.values_cxt);
+            let ok = self.compute(econtext);
+            pg_sys::MemoryContextSwitchTo(old);
+            ok
+        }
+    }
+
+    unsafe fn compute(&mut self, econtext: *mut pg_sys::ExprContext) -> bool {
+        // SAFETY: as start's.
+        unsafe {
+            let mut values = Vec::with_capacity(self.exprs.len());
+            for &e in &self.exprs {
+                let mut isnull = false;
+                let d = (*e).evalfunc.expect("an initialised expression")(e, econtext, &mut isnull);
+                values.push((!isnull).then_some(d));
+            }
+            let shape = self.shape.clone();
+            let mut at = values.into_iter();
+            let mut take = |n: usize| -> Option<Vec<Datum>> { at.by_ref().take(n).collect() };
+            // A NULL tenant, filter or bound makes its qual NULL: no row.
+            let Some(org) = take(1) else { return false };
+            let Some(filters) = take(shape.filters.len()) else { return false };
+            let Some(lower) = take(shape.lower) else { return false };
+            let Some(upper) = take(shape.upper) else { return false };
+            let count = if shape.count { take(1) } else { None };
+            let offset = if shape.offset { take(1) } else { None };
+
+            self.org = varlena_bytes(org[0]).to_vec();
+            let jsons: Vec<serde_json::Value> = filters.iter().map(|&d| jsonb_value(d)).collect();
+            let conditions: Vec<Condition> = shape
+                .filters
+                .iter()
+                .zip(&jsons)
+                .map(|(k, v)| match k {
+                    Kind::Contains => Condition::Contains(v),
+                    Kind::Filter => Condition::Filter(v),
+                })
+                .collect();
+            let implied = implied_filter(&conditions);
+            self.filter = jsonb_datum(&implied.to_string());
+            let compiled = crate::filter_cache::session_filter(self.filter);
+            if compiled.matches_nothing() {
+                return false;
+            }
+            self.compiled = Some(compiled);
+
+            let collation = self.id_collation;
+            let bytes: Vec<Vec<u8>> = lower.iter().map(|&d| varlena_bytes(d).to_vec()).collect();
+            let greatest = bytes.into_iter().max_by(|a, b| text_cmp(a, b, collation));
+            self.below_too = greatest.is_none();
+            self.floor = greatest.unwrap_or_else(|| ulid::floor(0).to_vec());
+            let bytes: Vec<Vec<u8>> = upper.iter().map(|&d| varlena_bytes(d).to_vec()).collect();
+            self.upper = bytes.into_iter().min_by(|a, b| text_cmp(a, b, collation));
+            self.before = self.upper.clone();
+
+            // LIMIT + OFFSET rows first (a NULL limit is none); one more
+            // where a page's last id may continue.
+            let count = count.map(|v| v[0].value() as i64);
+            let offset = offset.map_or(0, |v| (v[0].value() as i64).max(0));
+            let wanted = count.map_or(DEFAULT_PAGE, |c| c.max(0).saturating_add(offset));
+            self.size = wanted.clamp(1, MAX_PAGE) + (!self.shape.ids_unique) as i64;
+            self.phase = Phase::Window;
+            true
+        }
+    }
+}
+
+/// A text datum of `bytes`, in the current memory context.
+fn text(bytes: &[u8]) -> Datum {
+    // SAFETY: cstring_to_text_with_len copies `len` bytes.
+    unsafe {
+        Datum::from(pg_sys::cstring_to_text_with_len(
+            bytes.as_ptr() as *const _,
+            bytes.len() as i32,
+        ))
+    }
+}

@@ -1,0 +1,210 @@
+//! Which of a scan's quals the custom scan can use, at plan time: equality
+//! on the tenant, conditions on the attributes, and bounds on `id`. Every
+//! qual also stays with the executor, which checks it on each row the scan
+//! returns: the search only has to return a superset of the query's rows,
+//! in `id` order, and a qual it misreads could only cost time, never rows.
+//!
+//! A value is usable when the scan can compute it once, before its first
+//! row: no column of the table, nothing volatile, no subquery (constants,
+//! parameters, stable functions of them).
+
+use pgrx::pg_sys::{self, AttrNumber, Oid};
+
+/// `text = text`, `<`, `<=`, `>`, `>=`; `jsonb @> jsonb`, `<@`.
+const TEXT_EQ: u32 = 98;
+const TEXT_LT: u32 = 664;
+const TEXT_GT: u32 = 666;
+const TEXT_GE: u32 = 667;
+const JSONB_CONTAINS: u32 = 3246;
+const JSONB_CONTAINED: u32 = 3250;
+
+/// The table's columns the scan reads, with their collations.
+#[derive(Clone, Copy)]
+pub struct Columns {
+    pub org: AttrNumber,
+    pub id: AttrNumber,
+    pub attrs: AttrNumber,
+    pub org_collation: Oid,
+    pub id_collation: Oid,
+}
+
+/// A condition on the attributes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    /// `attribute_values @> value`.
+    Contains = 0,
+    /// `alerts_attrs_match(attribute_values, filter)`.
+    Filter = 1,
+}
+
+/// The usable quals of one scan.
+pub struct Usable {
+    /// The tenant (`organisation_id = value`), and its qual.
+    pub org: Option<*mut pg_sys::Expr>,
+    pub org_qual: *mut pg_sys::RestrictInfo,
+    /// The conditions on the attributes.
+    pub filters: Vec<(Kind, *mut pg_sys::Expr)>,
+    /// Lower bounds on `id` (`>=`, or `>`: the executor drops the equal).
+    pub lower: Vec<*mut pg_sys::Expr>,
+    /// Upper bounds on `id` (`<`; `<=` is left to the executor).
+    pub upper: Vec<*mut pg_sys::Expr>,
+}
+
+/// The usable quals among `clauses` (a list of RestrictInfo) of the scan of
+/// range table entry `varno`.
+///
+/// # Safety
+/// `clauses` is the rel's `baserestrictinfo`.
+pub unsafe fn usable(clauses: *mut pg_sys::List, varno: u32, cols: &Columns) -> Usable {
+    let mut found = Usable {
+        org: None,
+        org_qual: std::ptr::null_mut(),
+        filters: Vec::new(),
+        lower: Vec::new(),
+        upper: Vec::new(),
+    };
+    // SAFETY: planner nodes, read only.
+    unsafe {
+        for i in 0..pg_sys::list_length(clauses) {
+            let rinfo = pg_sys::list_nth(clauses, i) as *mut pg_sys::RestrictInfo;
+            if (*rinfo).pseudoconstant {
+                continue;
+            }
+            let clause = (*rinfo).clause as *mut pg_sys::Node;
+            match (*clause).type_ {
+                pg_sys::NodeTag::T_OpExpr => {
+                    let had = found.org.is_some();
+                    operator(clause as *mut pg_sys::OpExpr, varno, cols, &mut found);
+                    if !had && found.org.is_some() {
+                        found.org_qual = rinfo;
+                    }
+                }
+                pg_sys::NodeTag::T_FuncExpr => {
+                    let f = clause as *mut pg_sys::FuncExpr;
+                    if pg_sys::list_length((*f).args) == 2
+                        && is_attrs_match((*f).funcid)
+                        && is_column(pg_sys::list_nth((*f).args, 0) as *mut pg_sys::Node, varno, cols.attrs)
+                    {
+                        let value = pg_sys::list_nth((*f).args, 1) as *mut pg_sys::Node;
+                        if computable(value) {
+                            found.filters.push((Kind::Filter, value as *mut pg_sys::Expr));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    found
+}
+
+/// One operator clause: `column op value` or `value op column`.
+unsafe fn operator(op: *mut pg_sys::OpExpr, varno: u32, cols: &Columns, found: &mut Usable) {
+    // SAFETY: a planner node, read only.
+    unsafe {
+        if pg_sys::list_length((*op).args) != 2 {
+            return;
+        }
+        let a = pg_sys::list_nth((*op).args, 0) as *mut pg_sys::Node;
+        let b = pg_sys::list_nth((*op).args, 1) as *mut pg_sys::Node;
+        let opno = u32::from((*op).opno);
+        let collation = (*op).inputcollid;
+        // (column on the left, value, operator as if the column were left)
+        let (column, value, opno) = if computable(b) {
+            (a, b, opno)
+        } else if computable(a) {
+            (b, a, commuted(opno))
+        } else {
+            return;
+        };
+        match opno {
+            TEXT_EQ if collation == cols.org_collation && is_column(column, varno, cols.org) => {
+                found.org.get_or_insert(value as *mut pg_sys::Expr);
+            }
+            TEXT_GE | TEXT_GT if collation == cols.id_collation && is_column(column, varno, cols.id) => {
+                found.lower.push(value as *mut pg_sys::Expr)
+            }
+            TEXT_LT if collation == cols.id_collation && is_column(column, varno, cols.id) => {
+                found.upper.push(value as *mut pg_sys::Expr)
+            }
+            JSONB_CONTAINS if is_column(column, varno, cols.attrs) => {
+                found.filters.push((Kind::Contains, value as *mut pg_sys::Expr))
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The operator with its arguments swapped, for the ones recognised.
+fn commuted(opno: u32) -> u32 {
+    match opno {
+        TEXT_LT => TEXT_GT,
+        TEXT_GT => TEXT_LT,
+        TEXT_GE => 665,
+        665 => TEXT_GE,
+        JSONB_CONTAINED => JSONB_CONTAINS,
+        JSONB_CONTAINS => JSONB_CONTAINED,
+        other => other,
+    }
+}
+
+/// Whether `node` is column `attno` of the scanned relation (under a
+/// binary-compatible cast at most).
+unsafe fn is_column(mut node: *mut pg_sys::Node, varno: u32, attno: AttrNumber) -> bool {
+    // SAFETY: planner nodes, read only.
+    unsafe {
+        while (*node).type_ == pg_sys::NodeTag::T_RelabelType {
+            node = (*(node as *mut pg_sys::RelabelType)).arg as *mut pg_sys::Node;
+        }
+        if (*node).type_ != pg_sys::NodeTag::T_Var {
+            return false;
+        }
+        let v = node as *mut pg_sys::Var;
+        (*v).varno as u32 == varno && (*v).varlevelsup == 0 && (*v).varattno == attno
+    }
+}
+
+/// Whether the scan can compute `node` once, before its first row.
+unsafe fn computable(node: *mut pg_sys::Node) -> bool {
+    // SAFETY: planner nodes, read only.
+    unsafe {
+        !pg_sys::contain_var_clause(node)
+            && !pg_sys::contain_volatile_functions(node)
+            && !pg_sys::contain_subplans(node)
+    }
+}
+
+/// Whether function `funcid` is this extension's `alerts_attrs_match` (a C
+/// function of that symbol, two arguments).
+unsafe fn is_attrs_match(funcid: Oid) -> bool {
+    // SAFETY: catalog lookups by oid.
+    unsafe {
+        let name = pg_sys::get_func_name(funcid);
+        if name.is_null() || std::ffi::CStr::from_ptr(name).to_bytes() != b"alerts_attrs_match" {
+            return false;
+        }
+        pg_sys::get_func_nargs(funcid) == 2
+            && language_is_c(funcid)
+    }
+}
+
+/// `pg_language`'s oid of C (`ClanguageId`, fixed in every version).
+const C_LANGUAGE: Oid = Oid::from_u32(13);
+
+/// Whether function `funcid` is written in C.
+unsafe fn language_is_c(funcid: Oid) -> bool {
+    // SAFETY: a syscache lookup, released here.
+    unsafe {
+        let tuple = pg_sys::SearchSysCache1(
+            pg_sys::SysCacheIdentifier::PROCOID as i32,
+            pg_sys::Datum::from(funcid),
+        );
+        if tuple.is_null() {
+            return false;
+        }
+        let form = pg_sys::GETSTRUCT(tuple) as *mut pg_sys::FormData_pg_proc;
+        let c = (*form).prolang == C_LANGUAGE;
+        pg_sys::ReleaseSysCache(tuple);
+        c
+    }
+}

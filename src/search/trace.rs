@@ -1,0 +1,124 @@
+//! What searches did, counted for `EXPLAIN ANALYZE` of the custom scan: the
+//! index entries walked, the rows fetched as bloom candidates and checked
+//! exactly, and which route answered each page. A few additions to
+//! thread-local counters per entry; read and reset by whoever shows them.
+
+use std::cell::Cell;
+
+/// How one page was answered.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Route {
+    /// The walk of the pagination index alone.
+    Walk,
+    /// The walk, then the tenant-keys index for the rest of the page.
+    WalkThenKeys,
+    /// The walk, then one GIN scan for the rest of the page.
+    WalkThenGin,
+    /// A tenant and filter this session found rare: the tenant-keys index
+    /// straight away.
+    RememberedKeys,
+    /// As above, through GIN.
+    RememberedGin,
+    /// A Citus tenant on another node: one routed statement.
+    Routed,
+}
+
+impl Route {
+    pub const ALL: [Route; 6] = [
+        Route::Walk,
+        Route::WalkThenKeys,
+        Route::WalkThenGin,
+        Route::RememberedKeys,
+        Route::RememberedGin,
+        Route::Routed,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Route::Walk => "walk",
+            Route::WalkThenKeys => "walk, then tenant keys",
+            Route::WalkThenGin => "walk, then GIN",
+            Route::RememberedKeys => "tenant keys (remembered rare)",
+            Route::RememberedGin => "GIN (remembered rare)",
+            Route::Routed => "routed to the tenant's node",
+        }
+    }
+}
+
+/// The counters since the last [`take`].
+#[derive(Clone, Copy, Default, Debug)]
+pub struct Trace {
+    /// Pagination index entries read.
+    pub entries: u64,
+    /// Rows fetched because their bitmap (or tenant key) may match.
+    pub candidates: u64,
+    /// Of those, the rows that matched exactly.
+    pub matches: u64,
+    /// Pages answered by each route, in [`Route::ALL`]'s order.
+    pub pages: [u64; 6],
+    /// The last walk left for a rare path: its matches and entries read
+    /// when it left.
+    pub left_after: Option<(i64, i64)>,
+}
+
+thread_local! {
+    static TRACE: Cell<Trace> = Cell::new(Trace::default());
+    /// The route of the page being answered.
+    static PAGE: Cell<Route> = const { Cell::new(Route::Walk) };
+}
+
+fn update(f: impl FnOnce(&mut Trace)) {
+    TRACE.with(|t| {
+        let mut v = t.get();
+        f(&mut v);
+        t.set(v);
+    });
+}
+
+/// Returns the counters and starts them again.
+pub fn take() -> Trace {
+    TRACE.with(|t| t.replace(Trace::default()))
+}
+
+/// Index entries read by a walk.
+pub fn walked(entries: i64) {
+    update(|t| t.entries += entries.max(0) as u64);
+}
+
+/// A candidate checked exactly, and whether it matched.
+pub fn candidate(matched: bool) {
+    update(|t| {
+        t.candidates += 1;
+        t.matches += matched as u64;
+    });
+}
+
+/// A page is being answered, starting with `route`.
+pub fn page_starts(route: Route) {
+    PAGE.with(|p| p.set(route));
+}
+
+/// The walk left for a rare path after `hits` matches in `entries` entries.
+pub fn left_walk(hits: i64, entries: i64) {
+    update(|t| t.left_after = Some((hits, entries)));
+}
+
+/// The rare path that answered the rest of the page: the tenant keys when
+/// `keys`, else GIN (a walk to the end keeps the page's route).
+pub fn rare_path(keys: bool) {
+    PAGE.with(|p| {
+        p.set(match (p.get(), keys) {
+            (Route::RememberedKeys | Route::RememberedGin, true) => Route::RememberedKeys,
+            (Route::RememberedKeys | Route::RememberedGin, false) => Route::RememberedGin,
+            (_, true) => Route::WalkThenKeys,
+            (_, false) => Route::WalkThenGin,
+        })
+    });
+}
+
+/// The page is answered: counts its route.
+pub fn page_ends() {
+    let route = PAGE.with(|p| p.get());
+    let i = Route::ALL.iter().position(|&r| r == route).unwrap_or(0);
+    update(|t| t.pages[i] += 1);
+}
