@@ -246,8 +246,12 @@ impl Page {
                     };
                     pg_sys::tuplestore_puttuple(*store, &mut tmp);
                 }
-                // into the memory of the caller of SPI_connect
-                Sink::Rows(rows) => rows.push(pg_sys::SPI_datumTransfer(d, false, -1)),
+                // into the memory of the caller of SPI_connect, not
+                // compressed (a statement's row value may be)
+                Sink::Rows(rows) => {
+                    let flat = Datum::from(pg_sys::pg_detoast_datum(d.cast_mut_ptr()));
+                    rows.push(pg_sys::SPI_datumTransfer(flat, false, -1))
+                }
             }
         }
         self.want -= 1;

@@ -1,0 +1,309 @@
+-- Plain SQL through the custom scan: the queries apps send
+-- (organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT n),
+-- planned with the AlertsSearch node once the library is loaded, checked
+-- against the same queries with alerts.custom_scan off (Postgres' own plans
+-- and its own @>): literal and parameterised, generic plans, cursors,
+-- snapshots, row-level security, views, joins, subqueries, ids that repeat
+-- or are not ULIDs, partitioned tables, plan invalidation, hostile values.
+SET client_min_messages = warning;
+SET TimeZone = 'UTC';
+\set SHOW_CONTEXT never
+
+-- Loaded for every session of the database, as the README says; a new
+-- session has the node before it calls any alerts function.
+SELECT format('ALTER DATABASE %I SET session_preload_libraries = %L', current_database(), 'alerts') \gexec
+\c
+SET client_min_messages = warning;
+SHOW alerts.custom_scan;
+EXPLAIN (COSTS OFF)
+SELECT * FROM alerts
+WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T1"}'
+ORDER BY id DESC LIMIT 50;
+-- The tenant-keys index too, so that rare filters take it.
+CREATE INDEX plain_keys ON alerts USING gin (alerts_keys(organisation_id, id, attribute_values));
+ANALYZE alerts;
+
+-- The differential: one query text, run with the node and without it.
+-- Returns the ids in the query's order; counts the plans that used the node.
+CREATE TABLE plain_plans (custom boolean);
+CREATE FUNCTION plain_ids(q text, custom boolean, org text, f jsonb, cur text DEFAULT '8', lim int DEFAULT 50, lo text DEFAULT '')
+RETURNS text[] LANGUAGE plpgsql AS $$
+DECLARE
+    ids text[];
+    line text;
+    used boolean := false;
+BEGIN
+    PERFORM set_config('alerts.custom_scan', custom::text, true);
+    IF custom THEN
+        FOR line IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q USING org, f, cur, lim, lo LOOP
+            used := used OR line LIKE '%AlertsSearch%';
+        END LOOP;
+        INSERT INTO plain_plans VALUES (used);
+    END IF;
+    EXECUTE 'SELECT ARRAY(' || q || ')' INTO ids USING org, f, cur, lim, lo;
+    PERFORM set_config('alerts.custom_scan', 'on', true);
+    RETURN ids;
+END $$;
+-- Mismatched pages of `q` for every filter of query.sql, page by page
+-- (`pages` deep, cursor = the last id), for tenant `org`.
+CREATE FUNCTION plain_differential(q text, org text, pages int, lim int DEFAULT 50)
+RETURNS TABLE (filters bigint, pages_compared bigint, mismatched bigint, node_used bigint, rows_seen bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+    got text[];
+    want text[];
+    cur text;
+    compared int := 0;
+    bad int := 0;
+    seen bigint := 0;
+BEGIN
+    DELETE FROM plain_plans;
+    FOR r IN SELECT * FROM filters ORDER BY n LOOP
+        cur := '8';
+        FOR p IN 1 .. pages LOOP
+            got := plain_ids(q, true, org, r.f, cur, lim, alerts_ulid_floor(r.since));
+            want := plain_ids(q, false, org, r.f, cur, lim, alerts_ulid_floor(r.since));
+            compared := compared + 1;
+            seen := seen + cardinality(got);
+            IF got IS DISTINCT FROM want THEN
+                bad := bad + 1;
+                RAISE NOTICE 'filter % page %: % rows, want %', r.n, p, cardinality(got), cardinality(want);
+            END IF;
+            EXIT WHEN cardinality(want) < lim;
+            cur := want[lim];
+        END LOOP;
+    END LOOP;
+    RETURN QUERY SELECT (SELECT count(*) FROM filters), compared::bigint, bad::bigint,
+                        (SELECT count(*) FILTER (WHERE custom) FROM plain_plans), seen;
+END $$;
+
+-- The query apps send, its keyset pages, with a window (id >= floor).
+SELECT * FROM plain_differential(
+    'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 AND id >= $5 ORDER BY id DESC LIMIT $4',
+    'ORG_A', 4);
+-- No window, a smaller tenant, pages of 7 with an offset.
+SELECT * FROM plain_differential(
+    'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 ORDER BY id DESC LIMIT $4 OFFSET 3',
+    'ORG_C', 3, 7);
+-- The filter form of the README (alerts_attrs_match), with a column qual.
+SELECT * FROM plain_differential(
+    'SELECT id FROM alerts WHERE organisation_id = $1 AND alerts_attrs_match(attribute_values, $2) AND id < $3 AND priority_id IN (1, 2) ORDER BY id DESC LIMIT $4',
+    'ORG_B', 2);
+-- <@ written the other way round, two containments, bounds <=, >, BETWEEN.
+SELECT * FROM plain_differential(
+    'SELECT id FROM alerts WHERE $2 <@ attribute_values AND attribute_values @> ''{"env": "prod"}'' AND organisation_id = $1 AND id <= $3 AND id > $5 ORDER BY id DESC LIMIT $4',
+    'ORG_A', 2);
+SELECT * FROM plain_differential(
+    'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND id BETWEEN $5 AND $3 ORDER BY id DESC LIMIT $4',
+    'ORG_B', 2);
+
+-- Shapes one by one: with the node and without, the same rows.
+CREATE FUNCTION plain_same(q text, org text DEFAULT 'ORG_A', f jsonb DEFAULT '{}', cur text DEFAULT '8', lim int DEFAULT 50)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    got text[];
+    want text[];
+BEGIN
+    DELETE FROM plain_plans;
+    got := plain_ids(q, true, org, f, cur, lim);
+    want := plain_ids(q, false, org, f, cur, lim);
+    RETURN format('%s rows, %s, %s', cardinality(want),
+                  CASE WHEN got IS NOT DISTINCT FROM want THEN 'same' ELSE 'DIFFERENT' END,
+                  CASE WHEN (SELECT bool_and(custom) FROM plain_plans) THEN 'node' ELSE 'no node' END);
+END $$;
+SELECT shape, plain_same(q, f => f::jsonb) AS result FROM (VALUES
+    ('arrays: all of them', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', '{"feature": ["F1", "F2"]}'),
+    ('empty array: any array', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', '{"feature": []}'),
+    ('nested object', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', '{"meta": {"src": "x1"}}'),
+    ('number written 5.0', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', '{"sev": 5.0, "ack": true}'),
+    ('not an object', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', '["prod"]'),
+    ('a null value', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', '{"team": null}'),
+    ('the needle, all time', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', '{"rare": "needle"}'),
+    ('no match', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', '{"team": "NOPE"}'),
+    ('NULL filter', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', NULL),
+    ('NULL limit: all rows', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT NULL', '{"team": "T3"}'),
+    ('LIMIT 0', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 0', '{"team": "T3"}'),
+    ('no limit', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC', '{"team": "T2", "env": "staging"}'),
+    ('offset 500', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 20 OFFSET 500', '{"env": "prod"}'),
+    ('with ties', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC FETCH FIRST 30 ROWS WITH TIES', '{"env": "prod"}'),
+    ('a stable function of the tenant', 'SELECT id FROM alerts WHERE organisation_id = lower($1) || ''_'' || upper(''a'') AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', '{"team": "T1"}'),
+    ('volatile quals stay with the executor', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND random() >= 0 ORDER BY id DESC LIMIT 50', '{"team": "T1"}'),
+    ('a filter from a subquery', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> (SELECT f FROM filters WHERE n = 5) ORDER BY id DESC LIMIT 50', '{}'),
+    ('whole rows', 'SELECT a::text FROM alerts a WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', '{"team": "T1"}'),
+    ('in a CTE', 'WITH p AS (SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50) SELECT id FROM p', '{"team": "T1"}'),
+    ('in a subquery, then sorted again', 'SELECT id FROM (SELECT id, priority_id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 40) s ORDER BY priority_id, id', '{"team": "T1"}'),
+    ('joined', 'SELECT a.id FROM alerts a JOIN (VALUES (''ORG_A'')) o(org) ON a.organisation_id = o.org WHERE a.attribute_values @> $2 AND o.org = $1 ORDER BY a.id DESC LIMIT 50', '{"team": "T1"}'),
+    ('ascending: not offered', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id LIMIT 50', '{"team": "T1"}'),
+    ('ctid: not offered', 'SELECT ctid::text FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', '{"team": "T1"}'),
+    ('FOR UPDATE: not offered', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50 FOR UPDATE', '{"team": "T1"}'),
+    ('another collation: not offered', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id COLLATE "POSIX" DESC LIMIT 50', '{"team": "T1"}')
+) s(shape, q, f);
+-- A NULL tenant: no rows, not an error.
+SELECT plain_same('SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', NULL, '{"team": "T1"}');
+-- A filter alerts_attrs_match refuses is its ERROR, with or without the node.
+SELECT id FROM alerts WHERE organisation_id = 'ORG_A' AND alerts_attrs_match(attribute_values, '{"team": [["T1"]]}') ORDER BY id DESC LIMIT 5;
+SET alerts.custom_scan = off;
+SELECT id FROM alerts WHERE organisation_id = 'ORG_A' AND alerts_attrs_match(attribute_values, '{"team": [["T1"]]}') ORDER BY id DESC LIMIT 5;
+RESET alerts.custom_scan;
+
+-- EXPLAIN ANALYZE shows what the searches did.
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+SELECT id FROM alerts WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T0", "env": "prod"}' ORDER BY id DESC LIMIT 10;
+SET alerts.custom_scan = off;
+EXPLAIN (COSTS OFF)
+SELECT id FROM alerts WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T0", "env": "prod"}' ORDER BY id DESC LIMIT 10;
+RESET alerts.custom_scan;
+
+-- Prepared statements: plpgsql's own (custom plans for five runs, then
+-- the plan cache's choice; then forced generic), 8 runs each with other
+-- values, the same rows as without the node; EXPLAIN of a generic plan.
+CREATE FUNCTION prepared_page(org text, f jsonb, cur text, lim int) RETURNS text[] LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN ARRAY(SELECT id FROM alerts WHERE organisation_id = org AND attribute_values @> f AND id < cur ORDER BY id DESC LIMIT lim);
+END $$;
+CREATE FUNCTION prepared_runs(mode text) RETURNS TABLE (runs bigint, same bigint) LANGUAGE plpgsql AS $$
+DECLARE
+    got text[];
+    want text[];
+    r record;
+    n int := 0;
+    ok int := 0;
+BEGIN
+    PERFORM set_config('plan_cache_mode', mode, true);
+    FOR r IN SELECT f FROM filters WHERE n % 7 = 0 ORDER BY n LIMIT 8 LOOP
+        got := prepared_page('ORG_A', r.f, '8', 10 + n * 10);
+        PERFORM set_config('alerts.custom_scan', 'off', true);
+        want := ARRAY(SELECT id FROM alerts WHERE organisation_id = 'ORG_A' AND attribute_values @> r.f ORDER BY id DESC LIMIT 10 + n * 10);
+        PERFORM set_config('alerts.custom_scan', 'on', true);
+        n := n + 1;
+        ok := ok + (got IS NOT DISTINCT FROM want)::int;
+    END LOOP;
+    RETURN QUERY SELECT n::bigint, ok::bigint;
+END $$;
+SELECT * FROM prepared_runs('auto');
+SELECT * FROM prepared_runs('force_generic_plan');
+PREPARE page(text, jsonb, text, int) AS
+SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 ORDER BY id DESC LIMIT $4;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE page('ORG_A', '{"team": "T1"}', '8', 50);
+RESET plan_cache_mode;
+
+-- A cursor without LIMIT, fetched row by row, in a transaction that
+-- inserts a newer matching row and deletes a later one after it was
+-- opened: the cursor's snapshot holds (both undone after).
+EXPLAIN (COSTS OFF)
+DECLARE c CURSOR FOR SELECT id FROM alerts WHERE organisation_id = 'ORG_B' AND attribute_values @> '{"env": "staging"}' ORDER BY id DESC;
+CREATE FUNCTION cursor_pages(f jsonb, wanted int) RETURNS TABLE (same boolean, snapshot_held boolean)
+LANGUAGE plpgsql AS $$
+DECLARE
+    c refcursor;
+    want text[];
+    got text[] := '{}';
+    row_id text;
+    ins text := '7ZZZZZZZZZZZZZZZZZZZZZZZZY';
+    gone alerts;
+BEGIN
+    want := ARRAY(SELECT id FROM alerts WHERE organisation_id = 'ORG_B' AND attribute_values @> f ORDER BY id DESC LIMIT wanted);
+    OPEN c NO SCROLL FOR SELECT id FROM alerts WHERE organisation_id = 'ORG_B' AND attribute_values @> f ORDER BY id DESC;
+    INSERT INTO alerts (id, organisation_id, created_at, priority_id, attribute_values) VALUES (ins, 'ORG_B', now(), 1, f);
+    DELETE FROM alerts WHERE id = want[least(cardinality(want), 3)] RETURNING * INTO gone;
+    FOR i IN 1 .. wanted LOOP
+        FETCH c INTO row_id;
+        EXIT WHEN NOT FOUND;
+        got := got || row_id;
+    END LOOP;
+    CLOSE c;
+    DELETE FROM alerts WHERE id = ins;
+    IF gone.id IS NOT NULL THEN
+        INSERT INTO alerts SELECT (gone).*;
+    END IF;
+    RETURN QUERY SELECT got = want, NOT (ins = ANY (got));
+END $$;
+SELECT * FROM cursor_pages('{"env": "staging"}', 240);
+SELECT * FROM cursor_pages('{"rare": "needle"}', 15);
+
+-- Row-level security: the policy's quals still hold on every row.
+CREATE ROLE plain_reader;
+GRANT SELECT ON alerts, filters, plain_plans TO plain_reader;
+GRANT INSERT, DELETE ON plain_plans TO plain_reader;
+ALTER TABLE alerts ENABLE ROW LEVEL SECURITY;
+CREATE POLICY plain_prod ON alerts TO plain_reader USING (attribute_values ->> 'env' = 'prod' AND priority_id <> 2);
+SET ROLE plain_reader;
+SELECT plain_same('SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', 'ORG_A', '{"team": "T1"}');
+SELECT plain_same('SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', 'ORG_A', '{"env": "staging"}');
+SELECT count(*) = 0 AS policy_held FROM (SELECT * FROM alerts WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T1"}' ORDER BY id DESC LIMIT 200) p
+WHERE attribute_values ->> 'env' <> 'prod' OR priority_id = 2;
+RESET ROLE;
+DROP POLICY plain_prod ON alerts;
+ALTER TABLE alerts DISABLE ROW LEVEL SECURITY;
+REVOKE ALL ON alerts, filters, plain_plans FROM plain_reader;
+DROP ROLE plain_reader;
+
+-- A view over the table.
+CREATE VIEW alerts_recent AS SELECT id, organisation_id, priority_id, attribute_values FROM alerts WHERE priority_id > 1;
+SELECT plain_same('SELECT id FROM alerts_recent WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', 'ORG_A', '{"team": "T1"}');
+DROP VIEW alerts_recent;
+
+-- Ids that repeat (no unique index on them) and ids that are not ULIDs
+-- (below the ULID range, and above it): pages end among rows sharing an id.
+CREATE TABLE odd (LIKE alerts INCLUDING DEFAULTS);
+INSERT INTO odd SELECT * FROM alerts WHERE organisation_id = 'ORG_C';
+INSERT INTO odd SELECT * FROM odd WHERE id < '01K' AND id > '01JZ';
+INSERT INTO odd SELECT * FROM odd WHERE id < '01JV' AND id > '01JT';
+INSERT INTO odd (id, organisation_id, created_at, priority_id, attribute_values)
+SELECT v, 'ORG_C', now(), 1, '{"team": "T0", "env": "prod"}' FROM unnest(ARRAY['', '', '-1', '0', '00', '0000000000000000000000000', 'abc', 'zzz', '~', '9']) v;
+CALL alerts_enable('odd');
+SELECT alerts_index_command('odd') \gexec
+ANALYZE odd;
+CREATE FUNCTION odd_pages(f jsonb, lim int) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    q text := 'SELECT id FROM odd WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT $4';
+BEGIN
+    RETURN plain_same(q, 'ORG_C', f, '8', lim);
+END $$;
+SELECT f, lim, odd_pages(f::jsonb, lim)
+FROM unnest(ARRAY['{"env": "prod"}', '{"team": "T0"}', '{"team": "T0", "env": "prod"}', '{}']) f, unnest(ARRAY[3, 50, 100000]) lim
+ORDER BY f, lim;
+SELECT plain_same('SELECT id FROM odd WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 ORDER BY id DESC', 'ORG_C', '{"env": "prod"}', '01JV');
+
+-- Partitioned tables: the node on each partition, merged in id order.
+CREATE TABLE pp (LIKE alerts INCLUDING DEFAULTS, PRIMARY KEY (id, created_at)) PARTITION BY RANGE (created_at);
+CREATE TABLE pp_2025a PARTITION OF pp FOR VALUES FROM ('2024-01-01') TO ('2025-07-01');
+CREATE TABLE pp_2025b PARTITION OF pp FOR VALUES FROM ('2025-07-01') TO ('2027-01-01');
+INSERT INTO pp SELECT * FROM alerts WHERE organisation_id IN ('ORG_B', 'ORG_C');
+CREATE TABLE pq (LIKE alerts INCLUDING DEFAULTS, PRIMARY KEY (id)) PARTITION BY RANGE (id);
+CREATE TABLE pq_a PARTITION OF pq FOR VALUES FROM (MINVALUE) TO ('01JY');
+CREATE TABLE pq_b PARTITION OF pq FOR VALUES FROM ('01JY') TO (MAXVALUE);
+INSERT INTO pq SELECT * FROM alerts WHERE organisation_id IN ('ORG_B', 'ORG_C');
+CALL alerts_enable('pp');
+CALL alerts_enable('pq');
+SELECT alerts_index_command('pp') \gexec
+SELECT alerts_index_command('pq') \gexec
+ANALYZE pp, pq;
+EXPLAIN (COSTS OFF)
+SELECT id FROM pp WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T1"}' ORDER BY id DESC LIMIT 50;
+EXPLAIN (COSTS OFF)
+SELECT id FROM pq WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T1"}' ORDER BY id DESC LIMIT 50;
+SELECT t, f, plain_same(format('SELECT id FROM %s WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 ORDER BY id DESC LIMIT $4', t), 'ORG_B', f::jsonb, '01K0', 120)
+FROM unnest(ARRAY['pp', 'pq']) t, unnest(ARRAY['{"team": "T1"}', '{"env": "prod", "sev": 3}', '{"rare": "needle"}']) f
+ORDER BY t, f;
+
+-- Plans cached before alerts_disable: planned again, no node, same rows.
+PREPARE odd_page(jsonb) AS SELECT id FROM odd WHERE organisation_id = 'ORG_C' AND attribute_values @> $1 ORDER BY id DESC LIMIT 20;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE odd_page('{"team": "T0"}');
+SELECT count(*) FROM (EXECUTE odd_page('{"team": "T0"}')) x;
+CALL alerts_disable('odd');
+EXPLAIN (COSTS OFF) EXECUTE odd_page('{"team": "T0"}');
+RESET plan_cache_mode;
+
+-- Off for the session: Postgres' own plan.
+SET alerts.custom_scan = off;
+EXPLAIN (COSTS OFF)
+SELECT * FROM alerts WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T1"}' ORDER BY id DESC LIMIT 50;
+RESET alerts.custom_scan;
+
+DROP TABLE odd, pp, pq, plain_plans;
+DROP INDEX plain_keys;
+SELECT format('ALTER DATABASE %I RESET session_preload_libraries', current_database()) \gexec
