@@ -172,7 +172,16 @@ pub unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate
 #[pgrx::pg_guard]
 pub unsafe extern "C-unwind" fn exec(node: *mut pg_sys::CustomScanState) -> *mut pg_sys::TupleTableSlot {
     // SAFETY: ExecScan calls back with the same node.
-    unsafe { pg_sys::ExecScan(&mut (*node).ss, Some(next), Some(recheck)) }
+    unsafe {
+        // The values first, here rather than under ExecScan: their errors
+        // (a filter alerts_attrs_match refuses) are raised straight from
+        // this function.
+        let run = &mut *(*(node as *mut State)).run;
+        if run.phase == Phase::Start && !run.start((*node).ss.ps.ps_ExprContext) {
+            run.phase = Phase::Done;
+        }
+        pg_sys::ExecScan(&mut (*node).ss, Some(next), Some(recheck))
+    }
 }
 
 #[pgrx::pg_guard]
@@ -366,6 +375,8 @@ impl Run {
     /// Computes the values; false when no row can match (a NULL value, or
     /// a filter that matches nothing).
     unsafe fn start(&mut self, econtext: *mut pg_sys::ExprContext) -> bool {
+        // A filter's errors are those of the qual it comes from.
+        crate::datum::enter("alerts_attrs_match");
         // SAFETY: the expressions are initialised for this node; values are
         // computed in the values' memory.
         unsafe {
