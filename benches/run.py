@@ -270,6 +270,13 @@ def method_sql(m, s, db):
     tail = f" ORDER BY id DESC LIMIT {s['limit']}"
     if m in ("gin", "gin_all"):
         return f"{head} AND {gin_expr(s['clauses'])}{tail}"
+    if m == "plain":
+        # The query apps send: one containment when every clause has one
+        # value (the node plans it), else the containments OR'ed per clause.
+        if all(len(vals) == 1 for _, vals, _ in s["clauses"]):
+            obj = {k: ([vals[0]] if is_array else vals[0]) for k, vals, is_array in s["clauses"]}
+            return f"{head} AND attribute_values @> {lit(json.dumps(obj))}{tail}"
+        return f"{head} AND {gin_expr(s['clauses'])}{tail}"
     if m == "gin_org":
         return f"{head} AND {ORG_GIN_MARK} AND {gin_expr(s['clauses'])}{tail}"
     if m == "gin_tags":
@@ -305,10 +312,25 @@ def method_sql(m, s, db):
     raise ValueError(m)
 
 
-METHODS = ["gin", "gin_org", "gin_all", "gin_tags", "rum", "sql_bloom", "ext", "ext_ios", "search_cold", "search"]
-PGOPTIONS = {"gin_all": "-c enable_indexscan=off -c enable_indexonlyscan=off",
-             # every call walks first: no per-session (tenant, filter) shortcut to GIN
-             "search_cold": "-c alerts.search_shortcuts=off"}
+METHODS = ["gin", "gin_org", "gin_all", "gin_tags", "rum", "sql_bloom", "ext", "ext_ios", "search_cold", "search", "plain"]
+_PGOPTIONS = {"gin_all": "-c enable_indexscan=off -c enable_indexonlyscan=off",
+              # every call walks first: no per-session (tenant, filter) shortcut to GIN
+              "search_cold": "-c alerts.search_shortcuts=off",
+              # plain SQL with the library loaded from the first statement on
+              "plain": "-c session_preload_libraries=alerts"}
+
+
+class _Options(dict):
+    """Each method's PGOPTIONS: the custom scan off for every method but
+    "plain" (a session that loaded the library would otherwise plan the
+    peers' queries with it)."""
+
+    def get(self, m, default=""):
+        base = _PGOPTIONS.get(m, default)
+        return base if m == "plain" else f"{base} -c alerts.custom_scan=off".strip()
+
+
+PGOPTIONS = _Options()
 LABELS = {
     "gin": "GIN jsonb_path_ops (planner)",
     "gin_org": "btree_gin (tenant, attributes) (planner)",
@@ -320,6 +342,7 @@ LABELS = {
     "ext_ios": "alerts index-only walk",
     "search_cold": "alerts_search(), no shortcuts",
     "search": "alerts_search()",
+    "plain": "plain SQL @> (custom scan)",
 }
 
 
@@ -645,7 +668,8 @@ def goal_table(results, scen):
     peer's in the same run (below 1 is faster than every peer)."""
     lines = ["alerts_search against the best peer (GIN planner, btree_gin planner, GIN read-all, GIN on tags, RUM, plain-SQL bloom), "
              "p95 ms, -M prepared:", "",
-             "| scenario | best peer | p95 | alerts_search | ratio | no shortcuts | ratio |", "|---|---|---|---|---|---|---|"]
+             "| scenario | best peer | p95 | alerts_search | ratio | no shortcuts | ratio | plain SQL | to alerts_search |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for s in scen:
         rows = {r["method"]: r for r in results if r["scenario"] == s and r["mode"] == "prepared"}
         peers = [rows[m] for m in PEERS if m in rows]
@@ -658,6 +682,10 @@ def goal_table(results, scen):
                 cells += [f"{rows[m]['p95']:.2f}", f"{rows[m]['p95'] / best['p95']:.2f}x"]
             else:
                 cells += ["-", "-"]
+        if "plain" in rows:
+            cells += [f"{rows['plain']['p95']:.2f}", f"{rows['plain']['p95'] / rows['search']['p95']:.2f}x"]
+        else:
+            cells += ["-", "-"]
         lines.append(f"| {s} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
