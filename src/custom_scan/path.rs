@@ -319,7 +319,7 @@ unsafe fn reads_system_columns(rel: *mut pg_sys::RelOptInfo, rti: pg_sys::Index)
         // members are attno - FirstLowInvalidHeapAttributeNumber; the
         // whole row (0) is fine, anything below it is a system column
         let first = pg_sys::bms_next_member(attnos, -1);
-        first >= 0 && first < -pg_sys::FirstLowInvalidHeapAttributeNumber
+        (0..-pg_sys::FirstLowInvalidHeapAttributeNumber).contains(&first)
     }
 }
 

@@ -148,7 +148,7 @@ SELECT id FROM alerts WHERE organisation_id = 'ORG_A' AND alerts_attrs_match(att
 RESET alerts.custom_scan;
 
 -- EXPLAIN ANALYZE shows what the searches did.
-EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF)
 SELECT id FROM alerts WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T0", "env": "prod"}' ORDER BY id DESC LIMIT 10;
 SET alerts.custom_scan = off;
 EXPLAIN (COSTS OFF)
