@@ -181,15 +181,20 @@ pub fn parse_json_text(text: &str) -> serde_json::Value {
     }
 }
 
-/// A `text` datum from a Rust string, in the current memory context.
-pub fn text_datum(s: &str) -> Datum {
+/// A `text` datum of raw bytes, in the current memory context.
+pub fn text_of(bytes: &[u8]) -> Datum {
     // SAFETY: cstring_to_text_with_len copies `len` bytes into a new text.
     unsafe {
         Datum::from(pg_sys::cstring_to_text_with_len(
-            s.as_ptr() as *const _,
-            s.len() as i32,
+            bytes.as_ptr() as *const _,
+            bytes.len() as i32,
         ))
     }
+}
+
+/// A `text` datum from a Rust string, in the current memory context.
+pub fn text_datum(s: &str) -> Datum {
+    text_of(s.as_bytes())
 }
 
 /// A `jsonpath` datum parsed from its text (through jsonpath's input function).

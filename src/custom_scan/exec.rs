@@ -26,7 +26,7 @@ use pgrx::PgMemoryContexts;
 
 use super::path::Shape;
 use super::quals::Kind;
-use crate::datum::{jsonb_datum, jsonb_value, text_cmp, varlena_bytes};
+use crate::datum::{jsonb_datum, jsonb_value, text_cmp, text_of as text, varlena_bytes};
 use crate::search::trace::{self, Trace};
 
 /// Largest page a scan asks for.
@@ -310,8 +310,7 @@ impl Run {
                 self.ready.extend(rows);
                 self.before = Some(last);
             } else {
-                let id_attno = self.id_attno;
-                let kept: Vec<Datum> = rows.into_iter().filter(|&r| self.id_of_at(r, id_attno) != last.as_slice()).collect();
+                let kept: Vec<Datum> = rows.into_iter().filter(|&r| self.id_of(r) != last.as_slice()).collect();
                 self.ready.extend(kept);
                 self.tie = Some(last);
             }
@@ -349,11 +348,6 @@ impl Run {
 
     /// The id of a page's row.
     unsafe fn id_of<'a>(&self, row: Datum) -> &'a [u8] {
-        // SAFETY: as id_of_at's.
-        unsafe { self.id_of_at(row, self.id_attno) }
-    }
-
-    unsafe fn id_of_at<'a>(&self, row: Datum, attno: i32) -> &'a [u8] {
         // SAFETY: the row is a composite datum of the table's type, whose id
         // is never NULL on a page (a search reads ids in a range).
         unsafe {
@@ -364,7 +358,7 @@ impl Run {
                 ..Default::default()
             };
             let mut isnull = false;
-            let d = pg_sys::heap_getattr(&mut tuple, attno, self.desc, &mut isnull);
+            let d = pg_sys::heap_getattr(&mut tuple, self.id_attno, self.desc, &mut isnull);
             if isnull {
                 return &[];
             }
@@ -448,13 +442,3 @@ impl Run {
     }
 }
 
-/// A text datum of `bytes`, in the current memory context.
-fn text(bytes: &[u8]) -> Datum {
-    // SAFETY: cstring_to_text_with_len copies `len` bytes.
-    unsafe {
-        Datum::from(pg_sys::cstring_to_text_with_len(
-            bytes.as_ptr() as *const _,
-            bytes.len() as i32,
-        ))
-    }
-}

@@ -7,7 +7,7 @@ use std::ffi::CString;
 use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::PgSqlErrorCode;
 
-pub use crate::datum::cstr_owned;
+pub use crate::datum::{cstr_owned, text_of};
 use crate::datum::error;
 
 /// An identifier quoted for SQL, as `quote_ident` would.
@@ -150,17 +150,6 @@ pub unsafe fn first_value(tt: *mut pg_sys::SPITupleTable) -> Option<Datum> {
 pub unsafe fn first_id(plan: pg_sys::SPIPlanPtr, args: &[Datum]) -> Option<Vec<u8>> {
     // SAFETY: as execute; the value is a non-null text datum.
     unsafe { first_value(execute(plan, args)).map(|d| crate::datum::varlena_bytes(d).to_vec()) }
-}
-
-/// A `text` datum of raw bytes.
-pub fn text_of(bytes: &[u8]) -> Datum {
-    // SAFETY: cstring_to_text_with_len copies `len` bytes into a new text.
-    unsafe {
-        Datum::from(pg_sys::cstring_to_text_with_len(
-            bytes.as_ptr() as *const _,
-            bytes.len() as i32,
-        ))
-    }
 }
 
 /// Runs a prepared statement read-only, as [`execute`], with NULL where an
