@@ -11,7 +11,7 @@ SET TimeZone = 'UTC';
 
 -- Loaded for every session of the database, as the README says; a new
 -- session has the node before it calls any alerts function.
-SELECT format('ALTER DATABASE %I SET session_preload_libraries = %L', current_database(), 'alerts') \gexec
+DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET session_preload_libraries = %L', current_database(), 'alerts'); END $$;
 \c
 SET client_min_messages = warning;
 SHOW alerts.custom_scan;
@@ -308,4 +308,4 @@ RESET alerts.custom_scan;
 
 DROP TABLE odd, pp, pq, plain_plans;
 DROP INDEX plain_keys;
-SELECT format('ALTER DATABASE %I RESET session_preload_libraries', current_database()) \gexec
+DO $$ BEGIN EXECUTE format('ALTER DATABASE %I RESET session_preload_libraries', current_database()); END $$;
