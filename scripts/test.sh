@@ -74,6 +74,8 @@ for v in $VERSIONS; do
     step "[pg$v] upgrade 0.1.0 and 0.2.0 -> current (objects equal a fresh install's)" \
       env ALERTS_UPGRADE_SUITE=0 ALERTS_UPGRADE_SUITE_PG="$first" bash tests/shell/upgrade.sh
   fi
+  step "[pg$v] real clients: psycopg 3 (prepare_threshold=0) and SQLAlchemy 2 ORM, plain SQL through the node" \
+    target/pyenv/bin/python tests/clients/real_clients.py
   step "[pg$v] dump and restore (pg_dump/pg_restore, both forms)" bash tests/shell/dump_restore.sh
   step "[pg$v] hostile and malformed inputs" python3 tests/shell/hostile_inputs.py
   # The soak is about the extension under concurrent writers, not about a
