@@ -172,7 +172,7 @@ fn input_value(column: &str, text: &str, ty: Oid, read: impl FnOnce() -> Datum) 
 }
 
 /// A column's name.
-fn name_of(att: &pg_sys::FormData_pg_attribute) -> String {
+pub fn name_of(att: &pg_sys::FormData_pg_attribute) -> String {
     // SAFETY: a NameData is NUL-terminated within its 64 bytes.
     unsafe { cstr_owned(att.attname.data.as_ptr()) }
 }

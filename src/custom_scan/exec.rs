@@ -70,6 +70,8 @@ pub struct Run {
     org: Vec<u8>,
     filter: Datum,
     compiled: Option<Filter>,
+    /// The column filter the column quals imply, compiled.
+    columns: Option<(Datum, crate::columns::Columns)>,
     /// The window: ids in `[floor, before)`; `before` None on a first page.
     floor: Vec<u8>,
     before: Option<Vec<u8>>,
@@ -85,6 +87,48 @@ pub struct Run {
     pub trace: Trace,
     pub pages: u64,
     pub first_page: i64,
+}
+
+/// The text of `value`, of type `ty`, by the type's output function.
+///
+/// # Safety
+/// `value` is a non-null datum of type `ty`.
+unsafe fn output_text(value: Datum, ty: Oid) -> String {
+    // SAFETY: as the caller's.
+    unsafe {
+        let (mut out, mut varlena) = (Oid::INVALID, false);
+        pg_sys::getTypeOutputInfo(ty, &mut out, &mut varlena);
+        crate::datum::cstr_owned(pg_sys::OidOutputFunctionCall(out, value))
+    }
+}
+
+/// The texts of the non-null elements of array `value` of element type
+/// `ty` (NULLs never equal a column: they are left out).
+///
+/// # Safety
+/// `value` is a non-null array datum of elements of type `ty`.
+unsafe fn array_texts(value: Datum, ty: Oid) -> Vec<String> {
+    // SAFETY: as the caller's; deconstruct_array fills n elements.
+    unsafe {
+        let array = pg_sys::pg_detoast_datum(value.cast_mut_ptr()) as *mut pg_sys::ArrayType;
+        let (mut len, mut byval, mut align) = (0i16, false, 0 as std::ffi::c_char);
+        pg_sys::get_typlenbyvalalign(ty, &mut len, &mut byval, &mut align);
+        let (mut elems, mut nulls, mut n) = (std::ptr::null_mut(), std::ptr::null_mut(), 0);
+        pg_sys::deconstruct_array(
+            array,
+            ty,
+            len.into(),
+            byval,
+            align,
+            &mut elems,
+            &mut nulls,
+            &mut n,
+        );
+        (0..n as usize)
+            .filter(|&i| !*nulls.add(i))
+            .map(|i| output_text(*elems.add(i), ty))
+            .collect()
+    }
 }
 
 /// `CreateCustomScanState`: the node, with its plan's shape.
@@ -109,7 +153,11 @@ pub unsafe extern "C-unwind" fn create_state(cscan: *mut pg_sys::CustomScan) -> 
 /// # Safety
 /// Called by the executor on a node of [`create_state`].
 #[pgrx::pg_guard]
-pub unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate: *mut pg_sys::EState, _eflags: i32) {
+pub unsafe extern "C-unwind" fn begin(
+    node: *mut pg_sys::CustomScanState,
+    estate: *mut pg_sys::EState,
+    _eflags: i32,
+) {
     // SAFETY: the node is ours; the relation is open (scanrelid > 0).
     unsafe {
         let state = node as *mut State;
@@ -149,6 +197,7 @@ pub unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate
             org: Vec::new(),
             filter: Datum::from(0usize),
             compiled: None,
+            columns: None,
             floor: Vec::new(),
             before: None,
             upper: None,
@@ -170,7 +219,9 @@ pub unsafe extern "C-unwind" fn begin(node: *mut pg_sys::CustomScanState, estate
 /// # Safety
 /// Called by the executor on a begun node.
 #[pgrx::pg_guard]
-pub unsafe extern "C-unwind" fn exec(node: *mut pg_sys::CustomScanState) -> *mut pg_sys::TupleTableSlot {
+pub unsafe extern "C-unwind" fn exec(
+    node: *mut pg_sys::CustomScanState,
+) -> *mut pg_sys::TupleTableSlot {
     // SAFETY: ExecScan calls back with the same node.
     unsafe {
         // The values first, here rather than under ExecScan: their errors
@@ -185,7 +236,10 @@ pub unsafe extern "C-unwind" fn exec(node: *mut pg_sys::CustomScanState) -> *mut
 }
 
 #[pgrx::pg_guard]
-unsafe extern "C-unwind" fn recheck(_node: *mut pg_sys::ScanState, _slot: *mut pg_sys::TupleTableSlot) -> bool {
+unsafe extern "C-unwind" fn recheck(
+    _node: *mut pg_sys::ScanState,
+    _slot: *mut pg_sys::TupleTableSlot,
+) -> bool {
     true
 }
 
@@ -247,6 +301,15 @@ pub unsafe fn run_of<'a>(node: *mut pg_sys::CustomScanState) -> &'a Run {
     unsafe { &*(*(node as *mut State)).run }
 }
 
+/// Column `attno` of the scan's table.
+///
+/// # Safety
+/// `attno` is a column of the table (from the plan's shape).
+pub unsafe fn attribute_of(run: &Run, attno: pg_sys::AttrNumber) -> &pg_sys::FormData_pg_attribute {
+    // SAFETY: as the caller's.
+    unsafe { crate::compat::attribute(run.desc, attno as i32) }
+}
+
 impl Run {
     /// Reads more rows into `ready`; false when there are no more.
     unsafe fn fetch(&mut self, econtext: *mut pg_sys::ExprContext) -> bool {
@@ -285,7 +348,7 @@ impl Run {
                 org: text(&self.org),
                 filter: self.filter,
                 compiled,
-                columns: None,
+                columns: self.columns.clone(),
                 since: Datum::from(i64::MIN), // -infinity: never sent (not Citus)
                 floor: text(&self.floor),
                 before: self.before.as_deref().map(text),
@@ -305,12 +368,17 @@ impl Run {
                 self.end_of_window();
                 return;
             }
-            let last = self.id_of(*rows.last().expect("a full page has rows")).to_vec();
+            let last = self
+                .id_of(*rows.last().expect("a full page has rows"))
+                .to_vec();
             if self.shape.ids_unique {
                 self.ready.extend(rows);
                 self.before = Some(last);
             } else {
-                let kept: Vec<Datum> = rows.into_iter().filter(|&r| self.id_of(r) != last.as_slice()).collect();
+                let kept: Vec<Datum> = rows
+                    .into_iter()
+                    .filter(|&r| self.id_of(r) != last.as_slice())
+                    .collect();
                 self.ready.extend(kept);
                 self.tie = Some(last);
             }
@@ -396,11 +464,45 @@ impl Run {
             let mut take = |n: usize| -> Option<Vec<Datum>> { at.by_ref().take(n).collect() };
             // A NULL tenant, filter or bound makes its qual NULL: no row.
             let Some(org) = take(1) else { return false };
-            let Some(filters) = take(shape.filters.len()) else { return false };
-            let Some(lower) = take(shape.lower) else { return false };
-            let Some(upper) = take(shape.upper) else { return false };
+            let Some(filters) = take(shape.filters.len()) else {
+                return false;
+            };
+            let Some(lower) = take(shape.lower) else {
+                return false;
+            };
+            let Some(upper) = take(shape.upper) else {
+                return false;
+            };
             let count = if shape.count { take(1) } else { None };
             let offset = if shape.offset { take(1) } else { None };
+            // column = value, column = ANY (list): the search's column
+            // filter, by the values' text (see quals::equality_column)
+            let mut columns = serde_json::Map::new();
+            for &(attno, list) in &shape.columns {
+                let Some(Some(value)) = at.next() else {
+                    return false;
+                };
+                let att = crate::compat::attribute(self.desc, attno as i32);
+                let texts = if list {
+                    array_texts(value, att.atttypid)
+                } else {
+                    vec![output_text(value, att.atttypid)]
+                };
+                if texts.is_empty() {
+                    return false; // = ANY of no value (but NULLs): no row
+                }
+                columns.insert(
+                    crate::columns::name_of(att),
+                    serde_json::Value::Array(
+                        texts.into_iter().map(serde_json::Value::String).collect(),
+                    ),
+                );
+            }
+            self.columns = (!columns.is_empty()).then(|| {
+                let d = jsonb_datum(&serde_json::Value::Object(columns).to_string());
+                let table = crate::datum::cstr_owned(pg_sys::get_rel_name(self.relid));
+                (d, crate::columns::Columns::compile(d, self.desc, &table))
+            });
 
             self.org = varlena_bytes(org[0]).to_vec();
             let jsons: Vec<serde_json::Value> = filters.iter().map(|&d| jsonb_value(d)).collect();
@@ -441,4 +543,3 @@ impl Run {
         }
     }
 }
-

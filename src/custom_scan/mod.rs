@@ -76,7 +76,8 @@ unsafe extern "C-unwind" fn plan(
         let private = (*best_path).custom_private;
         let exprs = pg_sys::list_nth(private, 0) as *mut pg_sys::List;
         let ints = pg_sys::list_nth(private, 1) as *mut pg_sys::List;
-        let cscan = pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomScan>()) as *mut pg_sys::CustomScan;
+        let cscan =
+            pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomScan>()) as *mut pg_sys::CustomScan;
         (*cscan).scan.plan.type_ = pg_sys::NodeTag::T_CustomScan;
         (*cscan).scan.plan.targetlist = tlist;
         (*cscan).scan.plan.qual = pg_sys::extract_actual_clauses(clauses, false);
@@ -117,8 +118,20 @@ unsafe extern "C-unwind" fn explain(
             "50 rows".to_string()
         };
         text(c"First Page", &first);
+        if !run.shape.columns.is_empty() {
+            let names: Vec<String> = run
+                .shape
+                .columns
+                .iter()
+                .map(|&(attno, _)| crate::columns::name_of(exec::attribute_of(run, attno)))
+                .collect();
+            text(c"Columns Tested In Search", &names.join(", "));
+        }
         if !run.shape.ids_unique {
-            text(c"Ids Unique", "no (rows sharing a page's last id are read whole)");
+            text(
+                c"Ids Unique",
+                "no (rows sharing a page's last id are read whole)",
+            );
         }
         if (*es).analyze {
             let t = &run.trace;

@@ -66,13 +66,23 @@ pub struct Shape {
     pub upper: usize,
     pub count: bool,
     pub offset: bool,
+    /// Columns tested as the search's column filter: (column number,
+    /// whether the value is a list).
+    pub columns: Vec<(AttrNumber, bool)>,
 }
 
 impl Shape {
     fn to_ints(&self) -> Vec<i32> {
         let mut v = vec![self.ids_unique as i32, self.filters.len() as i32];
         v.extend(self.filters.iter().map(|&k| k as i32));
-        v.extend([self.lower as i32, self.upper as i32, self.count as i32, self.offset as i32]);
+        v.extend([
+            self.lower as i32,
+            self.upper as i32,
+            self.count as i32,
+            self.offset as i32,
+        ]);
+        v.push(self.columns.len() as i32);
+        v.extend(self.columns.iter().flat_map(|&(a, l)| [a as i32, l as i32]));
         v
     }
 
@@ -83,12 +93,22 @@ impl Shape {
             ids_unique: v[0] != 0,
             filters: v[2..2 + n]
                 .iter()
-                .map(|&k| if k == Kind::Filter as i32 { Kind::Filter } else { Kind::Contains })
+                .map(|&k| {
+                    if k == Kind::Filter as i32 {
+                        Kind::Filter
+                    } else {
+                        Kind::Contains
+                    }
+                })
                 .collect(),
             lower: rest[0] as usize,
             upper: rest[1] as usize,
             count: rest[2] != 0,
             offset: rest[3] != 0,
+            columns: rest[5..5 + 2 * rest[4] as usize]
+                .chunks(2)
+                .map(|c| (c[0] as AttrNumber, c[1] != 0))
+                .collect(),
         }
     }
 }
@@ -146,7 +166,10 @@ unsafe fn offer(
         let limit_expr = |node: *mut pg_sys::Node| {
             (simple
                 && !node.is_null()
-                && matches!((*node).type_, pg_sys::NodeTag::T_Const | pg_sys::NodeTag::T_Param))
+                && matches!(
+                    (*node).type_,
+                    pg_sys::NodeTag::T_Const | pg_sys::NodeTag::T_Param
+                ))
             .then_some(node)
         };
         let count = limit_expr((*parse).limitCount);
@@ -159,6 +182,7 @@ unsafe fn offer(
             upper: found.upper.len(),
             count: count.is_some(),
             offset: offset.is_some(),
+            columns: found.columns.iter().map(|c| (c.attno, c.list)).collect(),
         };
         let mut exprs: *mut pg_sys::List = std::ptr::null_mut();
         let mut push = |e: *mut std::ffi::c_void| exprs = pg_sys::lappend(exprs, e);
@@ -172,13 +196,17 @@ unsafe fn offer(
         for e in count.iter().chain(&offset) {
             push(e.cast());
         }
+        for c in &found.columns {
+            push(c.value.cast());
+        }
         let mut ints: *mut pg_sys::List = std::ptr::null_mut();
         for i in shape.to_ints() {
             ints = pg_sys::lappend(ints, pg_sys::makeInteger(i).cast());
         }
 
         let (startup, total) = cost(root, rel, found.org_qual);
-        let path = pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomPath>()) as *mut pg_sys::CustomPath;
+        let path =
+            pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomPath>()) as *mut pg_sys::CustomPath;
         (*path).path.type_ = pg_sys::NodeTag::T_CustomPath;
         (*path).path.pathtype = pg_sys::NodeTag::T_CustomScan;
         (*path).path.parent = rel;
@@ -216,11 +244,15 @@ unsafe fn columns_of(relid: Oid) -> Option<Columns> {
         let (org, org_collation) = column(c"organisation_id", &[pg_sys::TEXTOID])?;
         let (id, id_collation) = column(c"id", &[pg_sys::TEXTOID])?;
         let (attrs, _) = column(c"attribute_values", &[pg_sys::JSONBOID])?;
-        column(c"attribute_values_bitmap", &[pg_sys::BITOID, pg_sys::VARBITOID])?;
+        let (bitmap, _) = column(
+            c"attribute_values_bitmap",
+            &[pg_sys::BITOID, pg_sys::VARBITOID],
+        )?;
         Some(Columns {
             org,
             id,
             attrs,
+            bitmap,
             org_collation,
             id_collation,
         })
@@ -245,14 +277,7 @@ unsafe fn newest_first(
         {
             return false;
         }
-        let var = pg_sys::makeVar(
-            rti as _,
-            cols.id,
-            pg_sys::TEXTOID,
-            -1,
-            cols.id_collation,
-            0,
-        );
+        let var = pg_sys::makeVar(rti as _, cols.id, pg_sys::TEXTOID, -1, cols.id_collation, 0);
         !pg_sys::find_ec_member_matching_expr(ec, var.cast(), (*rel).relids).is_null()
     }
 }
@@ -291,7 +316,9 @@ unsafe fn ids_unique(rel: *mut pg_sys::RelOptInfo, cols: &Columns) -> bool {
                 && (*index).immediate
                 && (*index).indpred.is_null()
                 && keys.contains(&(cols.id as i32))
-                && keys.iter().all(|&k| k == cols.id as i32 || k == cols.org as i32)
+                && keys
+                    .iter()
+                    .all(|&k| k == cols.id as i32 || k == cols.org as i32)
         })
     }
 }
@@ -300,7 +327,8 @@ unsafe fn indexes(rel: *mut pg_sys::RelOptInfo) -> impl Iterator<Item = *mut pg_
     // SAFETY: a list of IndexOptInfo pointers.
     unsafe {
         let list = (*rel).indexlist;
-        (0..pg_sys::list_length(list)).map(move |i| pg_sys::list_nth(list, i) as *mut pg_sys::IndexOptInfo)
+        (0..pg_sys::list_length(list))
+            .map(move |i| pg_sys::list_nth(list, i) as *mut pg_sys::IndexOptInfo)
     }
 }
 

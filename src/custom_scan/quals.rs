@@ -1,5 +1,7 @@
 //! Which of a scan's quals the custom scan can use, at plan time: equality
-//! on the tenant, conditions on the attributes, and bounds on `id`. Every
+//! on the tenant, conditions on the attributes, bounds on `id`, and
+//! equality of another column with a value or a list (`priority_id IN (1,
+//! 2)`), which the search tests as its column filter (`columns`). Every
 //! qual also stays with the executor, which checks it on each row the scan
 //! returns: the search only has to return a superset of the query's rows,
 //! in `id` order, and a qual it misreads could only cost time, never rows.
@@ -24,6 +26,7 @@ pub struct Columns {
     pub org: AttrNumber,
     pub id: AttrNumber,
     pub attrs: AttrNumber,
+    pub bitmap: AttrNumber,
     pub org_collation: Oid,
     pub id_collation: Oid,
 }
@@ -48,6 +51,17 @@ pub struct Usable {
     pub lower: Vec<*mut pg_sys::Expr>,
     /// Upper bounds on `id` (`<`; `<=` is left to the executor).
     pub upper: Vec<*mut pg_sys::Expr>,
+    /// Other columns equal to a value, or to one of an array's (`= ANY`).
+    pub columns: Vec<ColumnQual>,
+}
+
+/// `column = value` (`list` false) or `column = ANY (value)` (`list`
+/// true), with the column type's own equality.
+#[derive(Clone, Copy)]
+pub struct ColumnQual {
+    pub attno: AttrNumber,
+    pub list: bool,
+    pub value: *mut pg_sys::Expr,
 }
 
 /// The usable quals among `clauses` (a list of RestrictInfo) of the scan of
@@ -62,6 +76,7 @@ pub unsafe fn usable(clauses: *mut pg_sys::List, varno: u32, cols: &Columns) -> 
         filters: Vec::new(),
         lower: Vec::new(),
         upper: Vec::new(),
+        columns: Vec::new(),
     };
     // SAFETY: planner nodes, read only.
     unsafe {
@@ -79,15 +94,39 @@ pub unsafe fn usable(clauses: *mut pg_sys::List, varno: u32, cols: &Columns) -> 
                         found.org_qual = rinfo;
                     }
                 }
+                pg_sys::NodeTag::T_ScalarArrayOpExpr => {
+                    let op = clause as *mut pg_sys::ScalarArrayOpExpr;
+                    if (*op).useOr && pg_sys::list_length((*op).args) == 2 {
+                        let column = pg_sys::list_nth((*op).args, 0) as *mut pg_sys::Node;
+                        let value = pg_sys::list_nth((*op).args, 1) as *mut pg_sys::Node;
+                        if let Some(attno) =
+                            equality_column(column, varno, cols, (*op).opno, (*op).inputcollid)
+                        {
+                            if computable(value) {
+                                found.columns.push(ColumnQual {
+                                    attno,
+                                    list: true,
+                                    value: value as *mut pg_sys::Expr,
+                                });
+                            }
+                        }
+                    }
+                }
                 pg_sys::NodeTag::T_FuncExpr => {
                     let f = clause as *mut pg_sys::FuncExpr;
                     if pg_sys::list_length((*f).args) == 2
                         && is_attrs_match((*f).funcid)
-                        && is_column(pg_sys::list_nth((*f).args, 0) as *mut pg_sys::Node, varno, cols.attrs)
+                        && is_column(
+                            pg_sys::list_nth((*f).args, 0) as *mut pg_sys::Node,
+                            varno,
+                            cols.attrs,
+                        )
                     {
                         let value = pg_sys::list_nth((*f).args, 1) as *mut pg_sys::Node;
                         if computable(value) {
-                            found.filters.push((Kind::Filter, value as *mut pg_sys::Expr));
+                            found
+                                .filters
+                                .push((Kind::Filter, value as *mut pg_sys::Expr));
                         }
                     }
                 }
@@ -121,16 +160,28 @@ unsafe fn operator(op: *mut pg_sys::OpExpr, varno: u32, cols: &Columns, found: &
             TEXT_EQ if collation == cols.org_collation && is_column(column, varno, cols.org) => {
                 found.org.get_or_insert(value as *mut pg_sys::Expr);
             }
-            TEXT_GE | TEXT_GT if collation == cols.id_collation && is_column(column, varno, cols.id) => {
+            TEXT_GE | TEXT_GT
+                if collation == cols.id_collation && is_column(column, varno, cols.id) =>
+            {
                 found.lower.push(value as *mut pg_sys::Expr)
             }
             TEXT_LT if collation == cols.id_collation && is_column(column, varno, cols.id) => {
                 found.upper.push(value as *mut pg_sys::Expr)
             }
-            JSONB_CONTAINS if is_column(column, varno, cols.attrs) => {
-                found.filters.push((Kind::Contains, value as *mut pg_sys::Expr))
+            JSONB_CONTAINS if is_column(column, varno, cols.attrs) => found
+                .filters
+                .push((Kind::Contains, value as *mut pg_sys::Expr)),
+            _ => {
+                if let Some(attno) =
+                    equality_column(column, varno, cols, Oid::from(opno), collation)
+                {
+                    found.columns.push(ColumnQual {
+                        attno,
+                        list: false,
+                        value: value as *mut pg_sys::Expr,
+                    });
+                }
             }
-            _ => {}
         }
     }
 }
@@ -164,6 +215,53 @@ unsafe fn is_column(mut node: *mut pg_sys::Node, varno: u32, attno: AttrNumber) 
     }
 }
 
+/// The column of `node` when it is a column of the scanned relation other
+/// than the search's own, compared by `opno` in its collation, and `opno`
+/// is its type's own equality, for a type whose values read back exactly
+/// from their text (the column filter's form): integers, `bool`, `text`
+/// (no length limit), `uuid`, enums. Others stay with the executor alone.
+unsafe fn equality_column(
+    node: *mut pg_sys::Node,
+    varno: u32,
+    cols: &Columns,
+    opno: Oid,
+    collation: Oid,
+) -> Option<AttrNumber> {
+    // SAFETY: planner nodes, read; a type cache lookup.
+    unsafe {
+        if (*node).type_ != pg_sys::NodeTag::T_Var {
+            return None;
+        }
+        let v = node as *mut pg_sys::Var;
+        let attno = (*v).varattno;
+        if (*v).varno as u32 != varno
+            || (*v).varlevelsup != 0
+            || attno <= 0
+            || [cols.org, cols.id, cols.attrs, cols.bitmap].contains(&attno)
+            || (*v).vartypmod != -1
+            || (*v).varcollid != collation
+        {
+            return None;
+        }
+        let ty = (*v).vartype;
+        let exact_text = [
+            pg_sys::INT2OID,
+            pg_sys::INT4OID,
+            pg_sys::INT8OID,
+            pg_sys::BOOLOID,
+            pg_sys::TEXTOID,
+            pg_sys::UUIDOID,
+        ]
+        .contains(&ty)
+            || pg_sys::type_is_enum(ty);
+        if !exact_text {
+            return None;
+        }
+        let cache = pg_sys::lookup_type_cache(ty, pg_sys::TYPECACHE_EQ_OPR as i32);
+        ((*cache).eq_opr == opno).then_some(attno)
+    }
+}
+
 /// Whether the scan can compute `node` once, before its first row.
 unsafe fn computable(node: *mut pg_sys::Node) -> bool {
     // SAFETY: planner nodes, read only.
@@ -183,8 +281,7 @@ unsafe fn is_attrs_match(funcid: Oid) -> bool {
         if name.is_null() || std::ffi::CStr::from_ptr(name).to_bytes() != b"alerts_attrs_match" {
             return false;
         }
-        pg_sys::get_func_nargs(funcid) == 2
-            && language_is_c(funcid)
+        pg_sys::get_func_nargs(funcid) == 2 && language_is_c(funcid)
     }
 }
 

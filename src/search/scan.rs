@@ -21,11 +21,11 @@ use alerts_core::Filter;
 use pgrx::pg_sys::{self, AttrNumber, Datum, Oid};
 
 use super::spi::{cstr_owned, text_of, Page};
-use crate::datum::text_cmp as compare;
 use super::trace;
 use super::walk::{Walk, Walked};
 use super::Call;
 use crate::columns::Columns;
+use crate::datum::text_cmp as compare;
 
 /// What the direct walk needs of a table, found from its relcache entry.
 #[derive(Clone, Copy)]

@@ -7,8 +7,8 @@ use std::ffi::CString;
 use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::PgSqlErrorCode;
 
-pub use crate::datum::{cstr_owned, text_of};
 use crate::datum::error;
+pub use crate::datum::{cstr_owned, text_of};
 
 /// An identifier quoted for SQL, as `quote_ident` would.
 pub fn quoted(ident: &str) -> String {
@@ -53,7 +53,10 @@ pub unsafe fn prepare_unkept(sql: &str, types: &[Oid]) -> pg_sys::SPIPlanPtr {
         if plan.is_null() {
             error(
                 PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-                format!("alerts could not prepare: {}", cstr_owned(pg_sys::SPI_result_code_string(pg_sys::SPI_result))),
+                format!(
+                    "alerts could not prepare: {}",
+                    cstr_owned(pg_sys::SPI_result_code_string(pg_sys::SPI_result))
+                ),
                 "check that the table has the columns id and organisation_id",
             );
         }

@@ -134,6 +134,14 @@ SELECT shape, plain_same(q, f => f::jsonb) AS result FROM (VALUES
     ('in a CTE', 'WITH p AS (SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50) SELECT id FROM p', '{"team": "T1"}'),
     ('in a subquery, then sorted again', 'SELECT id FROM (SELECT id, priority_id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 40) s ORDER BY priority_id, id', '{"team": "T1"}'),
     ('joined', 'SELECT a.id FROM alerts a JOIN (VALUES (''ORG_A'')) o(org) ON a.organisation_id = o.org WHERE a.attribute_values @> $2 AND o.org = $1 ORDER BY a.id DESC LIMIT 50', '{"team": "T1"}'),
+    ('a column equal to a value (the search tests it)', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND priority_id = 2 ORDER BY id DESC LIMIT 50', '{"team": "T1"}'),
+    ('a column in a list', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND priority_id IN (1, 3) ORDER BY id DESC LIMIT 50', '{"env": "prod"}'),
+    ('a column in a list with a NULL', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND priority_id = ANY (ARRAY[3, NULL]) ORDER BY id DESC LIMIT 50', '{"env": "prod"}'),
+    ('a column in an empty list', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND priority_id = ANY (''{}'') ORDER BY id DESC LIMIT 50', '{"env": "prod"}'),
+    ('a column in a NULL list', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND priority_id = ANY (NULL::int[]) ORDER BY id DESC LIMIT 50', '{"env": "prod"}'),
+    ('a column twice', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND priority_id IN (1, 2) AND priority_id = 2 ORDER BY id DESC LIMIT 50', '{"env": "prod"}'),
+    ('a column, another type (left to the executor)', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND priority_id = 2::bigint ORDER BY id DESC LIMIT 50', '{"env": "prod"}'),
+    ('a column not equal (left to the executor)', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND priority_id <> ALL (ARRAY[1, 2]) ORDER BY id DESC LIMIT 50', '{"env": "prod"}'),
     ('ascending: not offered', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id LIMIT 50', '{"team": "T1"}'),
     ('ctid: not offered', 'SELECT ctid::text FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', '{"team": "T1"}'),
     ('FOR UPDATE: not offered', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50 FOR UPDATE', '{"team": "T1"}'),
@@ -150,6 +158,9 @@ RESET alerts.custom_scan;
 -- EXPLAIN ANALYZE shows what the searches did.
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF)
 SELECT id FROM alerts WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T0", "env": "prod"}' ORDER BY id DESC LIMIT 10;
+-- a column in a list: the search tests it on the rows it fetches
+EXPLAIN (COSTS OFF)
+SELECT id FROM alerts WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"env": "prod"}' AND priority_id IN (1, 3) ORDER BY id DESC LIMIT 10;
 SET alerts.custom_scan = off;
 EXPLAIN (COSTS OFF)
 SELECT id FROM alerts WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T0", "env": "prod"}' ORDER BY id DESC LIMIT 10;

@@ -32,7 +32,8 @@ pub enum Condition<'a> {
 pub fn implied_filter(conditions: &[Condition]) -> Value {
     let mut out = Map::new();
     for c in conditions {
-        let (Condition::Contains(Value::Object(m)) | Condition::Filter(Value::Object(m))) = c else {
+        let (Condition::Contains(Value::Object(m)) | Condition::Filter(Value::Object(m))) = c
+        else {
             continue;
         };
         let exact = matches!(c, Condition::Filter(_));
@@ -74,7 +75,8 @@ mod tests {
 
     #[test]
     fn values_a_filter_reads_differently_are_left_out() {
-        let v = json!({"team": "a", "e": [], "o": {"x": 1}, "z": null, "ao": [{"x": 1}], "aa": [[1]]});
+        let v =
+            json!({"team": "a", "e": [], "o": {"x": 1}, "z": null, "ao": [{"x": 1}], "aa": [[1]]});
         assert_eq!(contains(&v), json!({"team": "a"}));
     }
 
@@ -89,8 +91,15 @@ mod tests {
         let a = json!({"team": "a", "o": {"x": 1}});
         let b = json!({"team": "b", "env": "prod"});
         let f = json!({"o": ["p", "q"], "sev": []});
-        let got = implied_filter(&[Condition::Contains(&a), Condition::Contains(&b), Condition::Filter(&f)]);
-        assert_eq!(got, json!({"team": "a", "env": "prod", "o": ["p", "q"], "sev": []}));
+        let got = implied_filter(&[
+            Condition::Contains(&a),
+            Condition::Contains(&b),
+            Condition::Filter(&f),
+        ]);
+        assert_eq!(
+            got,
+            json!({"team": "a", "env": "prod", "o": ["p", "q"], "sev": []})
+        );
     }
 
     /// The property itself, on rows: whenever `row @> value` (as Postgres
@@ -114,7 +123,10 @@ mod tests {
             for value in &values {
                 if contains_json(row, value) {
                     let f = Filter::compile(&contains(value)).unwrap();
-                    assert!(f.exact_match(row).unwrap(), "{row} @> {value} but the filter refuses it");
+                    assert!(
+                        f.exact_match(row).unwrap(),
+                        "{row} @> {value} but the filter refuses it"
+                    );
                 }
             }
         }
@@ -123,9 +135,9 @@ mod tests {
     /// jsonb's `@>` for objects, arrays and scalars (numbers by value).
     fn contains_json(a: &Value, b: &Value) -> bool {
         match (a, b) {
-            (Value::Object(x), Value::Object(y)) => {
-                y.iter().all(|(k, v)| x.get(k).is_some_and(|w| contains_json(w, v)))
-            }
+            (Value::Object(x), Value::Object(y)) => y
+                .iter()
+                .all(|(k, v)| x.get(k).is_some_and(|w| contains_json(w, v))),
             (Value::Array(x), Value::Array(y)) => {
                 y.iter().all(|v| x.iter().any(|w| contains_json(w, v)))
             }
