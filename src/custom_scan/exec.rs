@@ -460,13 +460,14 @@ impl Run {
                 values.push((!isnull).then_some(d));
             }
             let shape = self.shape.clone();
-            let mut at = values.into_iter();
-            let mut take = |n: usize| -> Option<Vec<Datum>> { at.by_ref().take(n).collect() };
             // A NULL tenant, filter or bound makes its qual NULL: no row.
-            let Some(org) = take(1) else { return false };
-            let Some(filters) = take(shape.filters.len()) else {
-                return false;
-            };
+            let Some(org) = values[0] else { return false };
+            // the attribute conditions: a NULL value makes a condition NULL
+            // (no row), except in an OR, where it only drops out
+            let n_values: usize = shape.filters.iter().map(|k| k.values()).sum();
+            let filters: Vec<Option<Datum>> = values[1..1 + n_values].to_vec();
+            let mut at = values.into_iter().skip(1 + n_values);
+            let mut take = |n: usize| -> Option<Vec<Datum>> { at.by_ref().take(n).collect() };
             let Some(lower) = take(shape.lower) else {
                 return false;
             };
@@ -504,17 +505,22 @@ impl Run {
                 (d, crate::columns::Columns::compile(d, self.desc, &table))
             });
 
-            self.org = varlena_bytes(org[0]).to_vec();
-            let jsons: Vec<serde_json::Value> = filters.iter().map(|&d| jsonb_value(d)).collect();
-            let conditions: Vec<Condition> = shape
-                .filters
-                .iter()
-                .zip(&jsons)
-                .map(|(k, v)| match k {
-                    Kind::Contains => Condition::Contains(v),
-                    Kind::Filter => Condition::Filter(v),
-                })
-                .collect();
+            self.org = varlena_bytes(org).to_vec();
+            let jsons: Vec<Option<serde_json::Value>> =
+                filters.iter().map(|d| d.map(|d| jsonb_value(d))).collect();
+            let mut conditions: Vec<Condition> = Vec::new();
+            let mut values = jsons.iter();
+            for &kind in &shape.filters {
+                let mine: Vec<&serde_json::Value> =
+                    values.by_ref().take(kind.values()).flatten().collect();
+                conditions.push(match kind {
+                    _ if mine.is_empty() => return false, // NULL
+                    Kind::AnyOf(_) => Condition::AnyOf(mine),
+                    Kind::Contains if mine.len() == 1 => Condition::Contains(mine[0]),
+                    Kind::Filter if mine.len() == 1 => Condition::Filter(mine[0]),
+                    _ => return false, // NULL
+                });
+            }
             let implied = implied_filter(&conditions);
             self.filter = jsonb_datum(&implied.to_string());
             let compiled = crate::filter_cache::session_filter(self.filter);

@@ -74,7 +74,7 @@ pub struct Shape {
 impl Shape {
     fn to_ints(&self) -> Vec<i32> {
         let mut v = vec![self.ids_unique as i32, self.filters.len() as i32];
-        v.extend(self.filters.iter().map(|&k| k as i32));
+        v.extend(self.filters.iter().map(|&k| k.to_int()));
         v.extend([
             self.lower as i32,
             self.upper as i32,
@@ -91,16 +91,7 @@ impl Shape {
         let rest = &v[2 + n..];
         Shape {
             ids_unique: v[0] != 0,
-            filters: v[2..2 + n]
-                .iter()
-                .map(|&k| {
-                    if k == Kind::Filter as i32 {
-                        Kind::Filter
-                    } else {
-                        Kind::Contains
-                    }
-                })
-                .collect(),
+            filters: v[2..2 + n].iter().map(|&k| Kind::from_int(k)).collect(),
             lower: rest[0] as usize,
             upper: rest[1] as usize,
             count: rest[2] != 0,
@@ -187,7 +178,7 @@ unsafe fn offer(
         let mut exprs: *mut pg_sys::List = std::ptr::null_mut();
         let mut push = |e: *mut std::ffi::c_void| exprs = pg_sys::lappend(exprs, e);
         push(org.cast());
-        for (_, e) in &found.filters {
+        for e in found.filters.iter().flat_map(|f| &f.1) {
             push(e.cast());
         }
         for e in found.lower.iter().chain(&found.upper) {

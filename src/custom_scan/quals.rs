@@ -35,9 +35,39 @@ pub struct Columns {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Kind {
     /// `attribute_values @> value`.
-    Contains = 0,
+    Contains,
     /// `alerts_attrs_match(attribute_values, filter)`.
-    Filter = 1,
+    Filter,
+    /// `attribute_values @> a OR attribute_values @> b ...`: that many
+    /// values.
+    AnyOf(usize),
+}
+
+impl Kind {
+    /// How many values the condition has.
+    pub fn values(self) -> usize {
+        match self {
+            Kind::AnyOf(n) => n,
+            _ => 1,
+        }
+    }
+
+    /// Its number in a plan's integer list, and back.
+    pub fn to_int(self) -> i32 {
+        match self {
+            Kind::Contains => 0,
+            Kind::Filter => 1,
+            Kind::AnyOf(n) => 1 + n as i32,
+        }
+    }
+
+    pub fn from_int(k: i32) -> Kind {
+        match k {
+            0 => Kind::Contains,
+            1 => Kind::Filter,
+            n => Kind::AnyOf(n as usize - 1),
+        }
+    }
 }
 
 /// The usable quals of one scan.
@@ -45,8 +75,8 @@ pub struct Usable {
     /// The tenant (`organisation_id = value`), and its qual.
     pub org: Option<*mut pg_sys::Expr>,
     pub org_qual: *mut pg_sys::RestrictInfo,
-    /// The conditions on the attributes.
-    pub filters: Vec<(Kind, *mut pg_sys::Expr)>,
+    /// The conditions on the attributes, with their values.
+    pub filters: Vec<(Kind, Vec<*mut pg_sys::Expr>)>,
     /// Lower bounds on `id` (`>=`, or `>`: the executor drops the equal).
     pub lower: Vec<*mut pg_sys::Expr>,
     /// Upper bounds on `id` (`<`; `<=` is left to the executor).
@@ -94,6 +124,25 @@ pub unsafe fn usable(clauses: *mut pg_sys::List, varno: u32, cols: &Columns) -> 
                         found.org_qual = rinfo;
                     }
                 }
+                pg_sys::NodeTag::T_BoolExpr => {
+                    // containments OR'ed, every one of them
+                    let b = clause as *mut pg_sys::BoolExpr;
+                    if (*b).boolop == pg_sys::BoolExprType::OR_EXPR {
+                        let args = (*b).args;
+                        let values: Vec<_> = (0..pg_sys::list_length(args))
+                            .map_while(|i| {
+                                containment(
+                                    pg_sys::list_nth(args, i) as *mut pg_sys::Node,
+                                    varno,
+                                    cols,
+                                )
+                            })
+                            .collect();
+                        if values.len() >= 2 && values.len() == pg_sys::list_length(args) as usize {
+                            found.filters.push((Kind::AnyOf(values.len()), values));
+                        }
+                    }
+                }
                 pg_sys::NodeTag::T_ScalarArrayOpExpr => {
                     let op = clause as *mut pg_sys::ScalarArrayOpExpr;
                     if (*op).useOr && pg_sys::list_length((*op).args) == 2 {
@@ -126,7 +175,7 @@ pub unsafe fn usable(clauses: *mut pg_sys::List, varno: u32, cols: &Columns) -> 
                         if computable(value) {
                             found
                                 .filters
-                                .push((Kind::Filter, value as *mut pg_sys::Expr));
+                                .push((Kind::Filter, vec![value as *mut pg_sys::Expr]));
                         }
                     }
                 }
@@ -170,7 +219,7 @@ unsafe fn operator(op: *mut pg_sys::OpExpr, varno: u32, cols: &Columns, found: &
             }
             JSONB_CONTAINS if is_column(column, varno, cols.attrs) => found
                 .filters
-                .push((Kind::Contains, value as *mut pg_sys::Expr)),
+                .push((Kind::Contains, vec![value as *mut pg_sys::Expr])),
             _ => {
                 if let Some(attno) =
                     equality_column(column, varno, cols, Oid::from(opno), collation)
@@ -182,6 +231,32 @@ unsafe fn operator(op: *mut pg_sys::OpExpr, varno: u32, cols: &Columns, found: &
                     });
                 }
             }
+        }
+    }
+}
+
+/// The value of `node` when it is `attribute_values @> value` (or `value <@
+/// attribute_values`) with a value the scan can compute.
+unsafe fn containment(
+    node: *mut pg_sys::Node,
+    varno: u32,
+    cols: &Columns,
+) -> Option<*mut pg_sys::Expr> {
+    // SAFETY: planner nodes, read only.
+    unsafe {
+        if (*node).type_ != pg_sys::NodeTag::T_OpExpr {
+            return None;
+        }
+        let op = node as *mut pg_sys::OpExpr;
+        if pg_sys::list_length((*op).args) != 2 {
+            return None;
+        }
+        let a = pg_sys::list_nth((*op).args, 0) as *mut pg_sys::Node;
+        let b = pg_sys::list_nth((*op).args, 1) as *mut pg_sys::Node;
+        match u32::from((*op).opno) {
+            JSONB_CONTAINS if is_column(a, varno, cols.attrs) && computable(b) => Some(b.cast()),
+            JSONB_CONTAINED if is_column(b, varno, cols.attrs) && computable(a) => Some(a.cast()),
+            _ => None,
         }
     }
 }

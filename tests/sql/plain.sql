@@ -90,6 +90,10 @@ SELECT * FROM plain_differential(
 SELECT * FROM plain_differential(
     'SELECT id FROM alerts WHERE organisation_id = $1 AND alerts_attrs_match(attribute_values, $2) AND id < $3 AND priority_id IN (1, 2) ORDER BY id DESC LIMIT $4',
     'ORG_B', 2);
+-- One of several values, as ORMs write it: containments OR'ed.
+SELECT * FROM plain_differential(
+    'SELECT id FROM alerts WHERE organisation_id = $1 AND (attribute_values @> $2 OR attribute_values @> ''{"team": "T2"}'') AND id < $3 ORDER BY id DESC LIMIT $4',
+    'ORG_B', 2);
 -- <@ written the other way round, two containments, bounds <=, >, BETWEEN.
 SELECT * FROM plain_differential(
     'SELECT id FROM alerts WHERE $2 <@ attribute_values AND attribute_values @> ''{"env": "prod"}'' AND organisation_id = $1 AND id <= $3 AND id > $5 ORDER BY id DESC LIMIT $4',
@@ -142,6 +146,11 @@ SELECT shape, plain_same(q, f => f::jsonb) AS result FROM (VALUES
     ('a column twice', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND priority_id IN (1, 2) AND priority_id = 2 ORDER BY id DESC LIMIT 50', '{"env": "prod"}'),
     ('a column, another type (left to the executor)', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND priority_id = 2::bigint ORDER BY id DESC LIMIT 50', '{"env": "prod"}'),
     ('a column not equal (left to the executor)', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND priority_id <> ALL (ARRAY[1, 2]) ORDER BY id DESC LIMIT 50', '{"env": "prod"}'),
+    ('one of two values (containments OR''ed)', 'SELECT id FROM alerts WHERE organisation_id = $1 AND (attribute_values @> $2 OR attribute_values @> ''{"team": "T3"}'') ORDER BY id DESC LIMIT 50', '{"team": "T1"}'),
+    ('one of three, <@ among them', 'SELECT id FROM alerts WHERE organisation_id = $1 AND (attribute_values @> $2 OR ''{"team": "T2"}'' <@ attribute_values OR attribute_values @> ''{"team": ["T5"], "env": "prod"}'') ORDER BY id DESC LIMIT 50', '{"rare": "needle", "team": "T9"}'),
+    ('OR''ed, a NULL alternative drops out', 'SELECT id FROM alerts WHERE organisation_id = $1 AND (attribute_values @> $2 OR attribute_values @> ''{"team": "T3"}'') ORDER BY id DESC LIMIT 50', NULL),
+    ('OR''ed, no key in common: every row is read', 'SELECT id FROM alerts WHERE organisation_id = $1 AND (attribute_values @> $2 OR attribute_values @> ''{"env": "staging"}'') ORDER BY id DESC LIMIT 50', '{"team": "T1"}'),
+    ('OR''ed with another column (not a condition it reads)', 'SELECT id FROM alerts WHERE organisation_id = $1 AND (attribute_values @> $2 OR priority_id = 1) ORDER BY id DESC LIMIT 50', '{"team": "T1"}'),
     ('ascending: not offered', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id LIMIT 50', '{"team": "T1"}'),
     ('ctid: not offered', 'SELECT ctid::text FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', '{"team": "T1"}'),
     ('FOR UPDATE: not offered', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50 FOR UPDATE', '{"team": "T1"}'),

@@ -16,6 +16,11 @@
 //! Several containments (`@> a AND @> b`) and filters of the exact form
 //! (`alerts_attrs_match(attribute_values, f)`) are merged: each key's first
 //! clause is kept, which is implied by the conjunction of all of them.
+//!
+//! Containments OR'ed (`@> '{"team": "a"}' OR @> '{"team": "b"}'`) give
+//! the keys every alternative constrains, each with the values of all of
+//! them as one of several (`{"team": ["a", "b"]}`): a row one alternative
+//! holds for passes its own clause, so it passes the union.
 
 use serde_json::{Map, Value};
 
@@ -26,17 +31,25 @@ pub enum Condition<'a> {
     /// `alerts_attrs_match(attribute_values, filter)`: the filter's own
     /// semantics, kept as they are.
     Filter(&'a Value),
+    /// `attribute_values @> a OR attribute_values @> b ...` (at least one
+    /// alternative).
+    AnyOf(Vec<&'a Value>),
 }
 
 /// The widest filter implied by every condition (see the module comment).
 pub fn implied_filter(conditions: &[Condition]) -> Value {
     let mut out = Map::new();
     for c in conditions {
-        let (Condition::Contains(Value::Object(m)) | Condition::Filter(Value::Object(m))) = c
-        else {
-            continue;
+        let union;
+        let (m, exact) = match c {
+            Condition::Contains(Value::Object(m)) => (m, false),
+            Condition::Filter(Value::Object(m)) => (m, true),
+            Condition::AnyOf(alternatives) => {
+                union = any_of(alternatives);
+                (&union, true)
+            }
+            _ => continue,
         };
-        let exact = matches!(c, Condition::Filter(_));
         for (key, value) in m {
             if out.contains_key(key) || !(exact || kept(value)) {
                 continue;
@@ -45,6 +58,44 @@ pub fn implied_filter(conditions: &[Condition]) -> Value {
         }
     }
     Value::Object(out)
+}
+
+/// The filter implied by containments OR'ed: the keys each alternative's
+/// own filter has, each with every alternative's values (see the module
+/// comment).
+fn any_of(alternatives: &[&Value]) -> Map<String, Value> {
+    let filters: Vec<Value> = alternatives
+        .iter()
+        .map(|v| implied_filter(&[Condition::Contains(v)]))
+        .collect();
+    let mut out = Map::new();
+    let Some(Value::Object(first)) = filters.first() else {
+        return out;
+    };
+    'keys: for key in first.keys() {
+        let mut values: Vec<Value> = Vec::new();
+        for f in &filters {
+            let Some(v) = f.get(key) else {
+                continue 'keys;
+            };
+            let items = match v {
+                Value::Array(items) => items.clone(),
+                other => vec![other.clone()],
+            };
+            for item in items {
+                if !values.contains(&item) {
+                    values.push(item);
+                }
+            }
+        }
+        let clause = if values.len() == 1 {
+            values.remove(0)
+        } else {
+            Value::Array(values)
+        };
+        out.insert(key.clone(), clause);
+    }
+    out
 }
 
 /// Whether a containment's value at one key means, as a filter clause, a
@@ -143,6 +194,53 @@ mod tests {
             }
             (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
             (x, y) => x == y,
+        }
+    }
+
+    #[test]
+    fn alternatives_give_the_keys_they_share_with_all_their_values() {
+        let (a, b, c) = (
+            json!({"team": "a", "env": "prod"}),
+            json!({"team": ["b", "a"]}),
+            json!({"team": "c", "o": {"x": 1}}),
+        );
+        assert_eq!(
+            implied_filter(&[Condition::AnyOf(vec![&a, &b, &c])]),
+            json!({"team": ["a", "b", "c"]})
+        );
+        // a key one alternative leaves free: every row passes it
+        let d = json!({"env": "prod"});
+        assert_eq!(
+            implied_filter(&[Condition::AnyOf(vec![&a, &d])]),
+            json!({"env": "prod"})
+        );
+        assert_eq!(implied_filter(&[Condition::AnyOf(vec![&b, &d])]), json!({}));
+        // beside a containment, each key's first clause
+        assert_eq!(
+            implied_filter(&[Condition::AnyOf(vec![&a, &b]), Condition::Contains(&d)]),
+            json!({"team": ["a", "b"], "env": "prod"})
+        );
+    }
+
+    #[test]
+    fn the_union_holds_for_every_row_an_alternative_holds_for() {
+        let alternatives = [
+            json!({"team": "a"}),
+            json!({"team": ["b", "c"], "sev": 2}),
+            json!({"team": "d", "sev": [2, 3]}),
+        ];
+        let refs: Vec<&Value> = alternatives.iter().collect();
+        let f = Filter::compile(&implied_filter(&[Condition::AnyOf(refs)])).unwrap();
+        let rows = [
+            json!({"team": "a"}),
+            json!({"team": ["b", "c", "x"], "sev": 2}),
+            json!({"team": "d", "sev": [3, 2]}),
+            json!({"team": "a", "sev": 9, "x": [1]}),
+        ];
+        for row in &rows {
+            let holds = alternatives.iter().any(|alt| contains_json(row, alt));
+            assert!(holds, "{row} is one of the alternatives' rows");
+            assert!(f.exact_match(row).unwrap(), "{row} passes the union");
         }
     }
 }
