@@ -61,7 +61,8 @@ pub unsafe fn init() {
 }
 
 /// `PlanCustomPath`: the plan of our path. Every qual stays with the
-/// executor; the search's values travel in `custom_exprs`.
+/// executor but the tenant's equality and the `id` bounds the search's
+/// window keeps exactly; the search's values travel in `custom_exprs`.
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn plan(
     _root: *mut pg_sys::PlannerInfo,
@@ -80,7 +81,16 @@ unsafe extern "C-unwind" fn plan(
             pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomScan>()) as *mut pg_sys::CustomScan;
         (*cscan).scan.plan.type_ = pg_sys::NodeTag::T_CustomScan;
         (*cscan).scan.plan.targetlist = tlist;
-        (*cscan).scan.plan.qual = pg_sys::extract_actual_clauses(clauses, false);
+        // every qual but those the search holds exactly (quals.rs)
+        let guaranteed = pg_sys::list_nth(private, 2) as *mut pg_sys::List;
+        let mut qual: *mut pg_sys::List = std::ptr::null_mut();
+        for i in 0..pg_sys::list_length(clauses) {
+            let rinfo = pg_sys::list_nth(clauses, i) as *mut pg_sys::RestrictInfo;
+            if !(*rinfo).pseudoconstant && !pg_sys::list_member_ptr(guaranteed, rinfo.cast()) {
+                qual = pg_sys::lappend(qual, (*rinfo).clause.cast());
+            }
+        }
+        (*cscan).scan.plan.qual = qual;
         (*cscan).scan.scanrelid = (*rel).relid;
         (*cscan).flags = (*best_path).flags;
         (*cscan).custom_exprs = pg_sys::copyObjectImpl(exprs.cast()).cast();

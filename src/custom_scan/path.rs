@@ -208,9 +208,16 @@ unsafe fn offer(
         (*path).path.startup_cost = startup;
         (*path).path.total_cost = total;
         (*path).path.pathkeys = (*root).query_pathkeys;
+        let mut guaranteed: *mut pg_sys::List = std::ptr::null_mut();
+        for &rinfo in &found.guaranteed {
+            guaranteed = pg_sys::lappend(guaranteed, rinfo.cast());
+        }
         (*path).custom_private = pg_sys::lappend(
-            pg_sys::lappend(std::ptr::null_mut(), exprs.cast()),
-            ints.cast(),
+            pg_sys::lappend(
+                pg_sys::lappend(std::ptr::null_mut(), exprs.cast()),
+                ints.cast(),
+            ),
+            guaranteed.cast(),
         );
         (*path).methods = &raw const super::PATH_METHODS;
         pg_sys::add_path(rel, path.cast());
@@ -279,8 +286,8 @@ unsafe fn index_keys<'a>(index: *const pg_sys::IndexOptInfo) -> &'a [i32] {
     unsafe { std::slice::from_raw_parts((*index).indexkeys, (*index).nkeycolumns as usize) }
 }
 
-/// Whether the table has a btree led by `(organisation_id, id)` (the
-/// search's walk; it errors without one).
+/// Whether the table has a btree led by `(organisation_id, id)`, in the
+/// columns' collations (the search's walk; it errors without one).
 unsafe fn has_pagination_index(rel: *mut pg_sys::RelOptInfo, cols: &Columns) -> bool {
     // SAFETY: the planner's index list of the rel.
     unsafe {
@@ -291,6 +298,10 @@ unsafe fn has_pagination_index(rel: *mut pg_sys::RelOptInfo, cols: &Columns) -> 
                 && keys.len() >= 2
                 && keys[0] == cols.org as i32
                 && keys[1] == cols.id as i32
+                // in the columns' collations: the walk's order is the
+                // query's, its range the query's bounds
+                && *(*index).indexcollations == cols.org_collation
+                && *(*index).indexcollations.add(1) == cols.id_collation
         })
     }
 }

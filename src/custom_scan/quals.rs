@@ -2,9 +2,12 @@
 //! on the tenant, conditions on the attributes, bounds on `id`, and
 //! equality of another column with a value or a list (`priority_id IN (1,
 //! 2)`), which the search tests as its column filter (`columns`). Every
-//! qual also stays with the executor, which checks it on each row the scan
+//! other qual stays with the executor, which checks it on each row the scan
 //! returns: the search only has to return a superset of the query's rows,
 //! in `id` order, and a qual it misreads could only cost time, never rows.
+//! The exceptions are the quals a search's rows hold by construction: the
+//! tenant's equality, and `id >=` / `id <` (its window, read from an index
+//! in the column's collation), unless a row-level policy added them.
 //!
 //! A value is usable when the scan can compute it once, before its first
 //! row: no column of the table, nothing volatile, no subquery (constants,
@@ -83,6 +86,9 @@ pub struct Usable {
     pub upper: Vec<*mut pg_sys::Expr>,
     /// Other columns equal to a value, or to one of an array's (`= ANY`).
     pub columns: Vec<ColumnQual>,
+    /// The quals every row of the search holds exactly (the tenant, `id >=`,
+    /// `id <`), which the executor need not test again.
+    pub guaranteed: Vec<*mut pg_sys::RestrictInfo>,
 }
 
 /// `column = value` (`list` false) or `column = ANY (value)` (`list`
@@ -107,6 +113,7 @@ pub unsafe fn usable(clauses: *mut pg_sys::List, varno: u32, cols: &Columns) -> 
         lower: Vec::new(),
         upper: Vec::new(),
         columns: Vec::new(),
+        guaranteed: Vec::new(),
     };
     // SAFETY: planner nodes, read only.
     unsafe {
@@ -118,10 +125,19 @@ pub unsafe fn usable(clauses: *mut pg_sys::List, varno: u32, cols: &Columns) -> 
             let clause = (*rinfo).clause as *mut pg_sys::Node;
             match (*clause).type_ {
                 pg_sys::NodeTag::T_OpExpr => {
-                    let had = found.org.is_some();
-                    operator(clause as *mut pg_sys::OpExpr, varno, cols, &mut found);
-                    if !had && found.org.is_some() {
+                    let had = (found.org.is_some(), found.lower.len() + found.upper.len());
+                    let strict = operator(clause as *mut pg_sys::OpExpr, varno, cols, &mut found);
+                    if !had.0 && found.org.is_some() {
                         found.org_qual = rinfo;
+                    }
+                    // the tenant's equality and the bounds the window keeps
+                    // exactly hold for every row a search returns: the
+                    // executor need not test them again (a policy's quals
+                    // it still tests)
+                    let used = (had.0 != found.org.is_some() && found.org_qual == rinfo)
+                        || (strict && had.1 != found.lower.len() + found.upper.len());
+                    if used && (*rinfo).security_level == 0 {
+                        found.guaranteed.push(rinfo);
                     }
                 }
                 pg_sys::NodeTag::T_BoolExpr => {
@@ -186,12 +202,18 @@ pub unsafe fn usable(clauses: *mut pg_sys::List, varno: u32, cols: &Columns) -> 
     found
 }
 
-/// One operator clause: `column op value` or `value op column`.
-unsafe fn operator(op: *mut pg_sys::OpExpr, varno: u32, cols: &Columns, found: &mut Usable) {
+/// One operator clause: `column op value` or `value op column`; true when
+/// it is an `id` bound the window keeps exactly (`>=`, `<`; not `>`).
+unsafe fn operator(
+    op: *mut pg_sys::OpExpr,
+    varno: u32,
+    cols: &Columns,
+    found: &mut Usable,
+) -> bool {
     // SAFETY: a planner node, read only.
     unsafe {
         if pg_sys::list_length((*op).args) != 2 {
-            return;
+            return false;
         }
         let a = pg_sys::list_nth((*op).args, 0) as *mut pg_sys::Node;
         let b = pg_sys::list_nth((*op).args, 1) as *mut pg_sys::Node;
@@ -203,19 +225,20 @@ unsafe fn operator(op: *mut pg_sys::OpExpr, varno: u32, cols: &Columns, found: &
         } else if computable(a) {
             (b, a, commuted(opno))
         } else {
-            return;
+            return false;
         };
+        let id_bound = collation == cols.id_collation && is_column(column, varno, cols.id);
         match opno {
             TEXT_EQ if collation == cols.org_collation && is_column(column, varno, cols.org) => {
                 found.org.get_or_insert(value as *mut pg_sys::Expr);
             }
-            TEXT_GE | TEXT_GT
-                if collation == cols.id_collation && is_column(column, varno, cols.id) =>
-            {
-                found.lower.push(value as *mut pg_sys::Expr)
+            TEXT_GE | TEXT_GT if id_bound => {
+                found.lower.push(value as *mut pg_sys::Expr);
+                return opno == TEXT_GE;
             }
-            TEXT_LT if collation == cols.id_collation && is_column(column, varno, cols.id) => {
-                found.upper.push(value as *mut pg_sys::Expr)
+            TEXT_LT if id_bound => {
+                found.upper.push(value as *mut pg_sys::Expr);
+                return true;
             }
             JSONB_CONTAINS if is_column(column, varno, cols.attrs) => found
                 .filters
@@ -232,6 +255,7 @@ unsafe fn operator(op: *mut pg_sys::OpExpr, varno: u32, cols: &Columns, found: &
                 }
             }
         }
+        false
     }
 }
 

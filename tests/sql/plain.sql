@@ -320,6 +320,18 @@ CREATE TEMP TABLE odd_after AS EXECUTE odd_page('{"team": "T0"}');
 SELECT (SELECT array_agg(id) FROM odd_before) = (SELECT array_agg(id) FROM odd_after) AS same_rows, (SELECT count(*) FROM odd_after) AS rows;
 RESET plan_cache_mode;
 
+-- A pagination index in another collation than the column's ("POSIX"
+-- against "C"): the walk's order need not be the query's, so the node is
+-- not offered; with the column's collation it is.
+CREATE TABLE coll (LIKE alerts INCLUDING DEFAULTS);
+INSERT INTO coll SELECT * FROM alerts WHERE organisation_id = 'ORG_C';
+CREATE INDEX coll_posix ON coll (organisation_id, id COLLATE "POSIX");
+ANALYZE coll;
+SELECT plain_same('SELECT id FROM coll WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', 'ORG_C', '{"team": "T1"}');
+CREATE INDEX coll_c ON coll (organisation_id, id);
+SELECT plain_same('SELECT id FROM coll WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', 'ORG_C', '{"team": "T1"}');
+DROP TABLE coll;
+
 -- Off for the session: Postgres' own plan.
 SET alerts.custom_scan = off;
 EXPLAIN (COSTS OFF)
