@@ -474,6 +474,9 @@ impl Run {
             let Some(upper) = take(shape.upper) else {
                 return false;
             };
+            let Some(upper_inclusive) = take(shape.upper_inclusive) else {
+                return false;
+            };
             let count = if shape.count { take(1) } else { None };
             let offset = if shape.offset { take(1) } else { None };
             // column = value, column = ANY (list): the search's column
@@ -534,7 +537,15 @@ impl Run {
             let greatest = bytes.into_iter().max_by(|a, b| text_cmp(a, b, collation));
             self.below_too = greatest.is_none();
             self.floor = greatest.unwrap_or_else(|| ulid::floor(0).to_vec());
-            let bytes: Vec<Vec<u8>> = upper.iter().map(|&d| varlena_bytes(d).to_vec()).collect();
+            // id <= v, in a bytewise collation: id < v || '\x01'
+            let inclusive = upper_inclusive
+                .iter()
+                .map(|&d| [varlena_bytes(d), &[1u8]].concat());
+            let bytes: Vec<Vec<u8>> = upper
+                .iter()
+                .map(|&d| varlena_bytes(d).to_vec())
+                .chain(inclusive)
+                .collect();
             self.upper = bytes.into_iter().min_by(|a, b| text_cmp(a, b, collation));
             self.before = self.upper.clone();
 

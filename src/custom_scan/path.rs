@@ -69,6 +69,8 @@ pub struct Shape {
     /// Columns tested as the search's column filter: (column number,
     /// whether the value is a list).
     pub columns: Vec<(AttrNumber, bool)>,
+    /// Upper bounds `id <= value` (after the `<` ones).
+    pub upper_inclusive: usize,
 }
 
 impl Shape {
@@ -83,6 +85,7 @@ impl Shape {
         ]);
         v.push(self.columns.len() as i32);
         v.extend(self.columns.iter().flat_map(|&(a, l)| [a as i32, l as i32]));
+        v.push(self.upper_inclusive as i32);
         v
     }
 
@@ -100,6 +103,7 @@ impl Shape {
                 .chunks(2)
                 .map(|c| (c[0] as AttrNumber, c[1] != 0))
                 .collect(),
+            upper_inclusive: rest[5 + 2 * rest[4] as usize] as usize,
         }
     }
 }
@@ -174,6 +178,7 @@ unsafe fn offer(
             count: count.is_some(),
             offset: offset.is_some(),
             columns: found.columns.iter().map(|c| (c.attno, c.list)).collect(),
+            upper_inclusive: found.upper_inclusive.len(),
         };
         let mut exprs: *mut pg_sys::List = std::ptr::null_mut();
         let mut push = |e: *mut std::ffi::c_void| exprs = pg_sys::lappend(exprs, e);
@@ -181,7 +186,12 @@ unsafe fn offer(
         for e in found.filters.iter().flat_map(|f| &f.1) {
             push(e.cast());
         }
-        for e in found.lower.iter().chain(&found.upper) {
+        for e in found
+            .lower
+            .iter()
+            .chain(&found.upper)
+            .chain(&found.upper_inclusive)
+        {
             push(e.cast());
         }
         for e in count.iter().chain(&offset) {

@@ -20,6 +20,9 @@ const TEXT_EQ: u32 = 98;
 const TEXT_LT: u32 = 664;
 const TEXT_GT: u32 = 666;
 const TEXT_GE: u32 = 667;
+const TEXT_LE: u32 = 665;
+/// The collations that compare text byte by byte ("C", "POSIX").
+const BYTEWISE_COLLATIONS: [u32; 2] = [950, 951];
 const JSONB_CONTAINS: u32 = 3246;
 const JSONB_CONTAINED: u32 = 3250;
 
@@ -82,8 +85,11 @@ pub struct Usable {
     pub filters: Vec<(Kind, Vec<*mut pg_sys::Expr>)>,
     /// Lower bounds on `id` (`>=`, or `>`: the executor drops the equal).
     pub lower: Vec<*mut pg_sys::Expr>,
-    /// Upper bounds on `id` (`<`; `<=` is left to the executor).
+    /// Upper bounds on `id` (`<`).
     pub upper: Vec<*mut pg_sys::Expr>,
+    /// Upper bounds `id <= value` where `id` compares bytewise: the same
+    /// as `id < value || E'\x01'` (no text lies between them).
+    pub upper_inclusive: Vec<*mut pg_sys::Expr>,
     /// Other columns equal to a value, or to one of an array's (`= ANY`).
     pub columns: Vec<ColumnQual>,
     /// The quals every row of the search holds exactly (the tenant, `id >=`,
@@ -112,6 +118,7 @@ pub unsafe fn usable(clauses: *mut pg_sys::List, varno: u32, cols: &Columns) -> 
         filters: Vec::new(),
         lower: Vec::new(),
         upper: Vec::new(),
+        upper_inclusive: Vec::new(),
         columns: Vec::new(),
         guaranteed: Vec::new(),
     };
@@ -240,6 +247,9 @@ unsafe fn operator(
                 found.upper.push(value as *mut pg_sys::Expr);
                 return true;
             }
+            TEXT_LE if id_bound && BYTEWISE_COLLATIONS.contains(&u32::from(collation)) => {
+                found.upper_inclusive.push(value as *mut pg_sys::Expr);
+            }
             JSONB_CONTAINS if is_column(column, varno, cols.attrs) => found
                 .filters
                 .push((Kind::Contains, vec![value as *mut pg_sys::Expr])),
@@ -290,8 +300,8 @@ fn commuted(opno: u32) -> u32 {
     match opno {
         TEXT_LT => TEXT_GT,
         TEXT_GT => TEXT_LT,
-        TEXT_GE => 665,
-        665 => TEXT_GE,
+        TEXT_GE => TEXT_LE,
+        TEXT_LE => TEXT_GE,
         JSONB_CONTAINED => JSONB_CONTAINS,
         JSONB_CONTAINS => JSONB_CONTAINED,
         other => other,

@@ -102,6 +102,19 @@ SELECT * FROM plain_differential(
     'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND id BETWEEN $5 AND $3 ORDER BY id DESC LIMIT $4',
     'ORG_B', 2);
 
+-- id <= x where id is COLLATE "C" is the window's end (id < x || '\x01'):
+-- a page below the 2000th newest row starts there, as with id < x.
+CREATE FUNCTION plain_walked(q text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    plan json;
+BEGIN
+    EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON, COSTS OFF, TIMING OFF) ' || q INTO plan;
+    RETURN (plan -> 0 -> 'Plan' -> 'Plans' -> 0 ->> 'Index Entries Walked')::bigint;
+END $$;
+SELECT plain_walked(format('SELECT id FROM alerts WHERE organisation_id = %L AND attribute_values @> %L AND id <= %L ORDER BY id DESC LIMIT 5',
+                           'ORG_A', '{"env": "prod"}', x)) < 100 AS from_the_bound
+FROM (SELECT id AS x FROM alerts WHERE organisation_id = 'ORG_A' ORDER BY id DESC OFFSET 2000 LIMIT 1) s;
+
 -- Shapes one by one: with the node and without, the same rows.
 CREATE FUNCTION plain_same(q text, org text DEFAULT 'ORG_A', f jsonb DEFAULT '{}', cur text DEFAULT '8', lim int DEFAULT 50)
 RETURNS text LANGUAGE plpgsql AS $$
