@@ -104,6 +104,22 @@ SELECT n, CASE n % 10
             ELSE jsonb_build_object('team', 't' || floor(power(random(), 3) * 30)::int) END,
        CASE n % 3 WHEN 0 THEN '-infinity' ELSE timestamptz '2026-11-01' - (20 + random() * 150) * interval '1 day' END
 FROM generate_series(1, 200) n;
+-- the exact answer: jsonb containment, one alternative of a list at a time
+CREATE OR REPLACE FUNCTION citus_oracle(o text, f jsonb, since timestamptz) RETURNS text[] LANGUAGE plpgsql AS $$
+DECLARE
+    ids text[];
+BEGIN
+    EXECUTE format('SELECT coalesce(array_agg(id ORDER BY id DESC), ''{}'') FROM alerts
+                    WHERE organisation_id = %L AND id >= %L AND (%s)', o, alerts_ulid_floor(since),
+                   (SELECT coalesce(string_agg('(' || (
+                        SELECT coalesce(string_agg(format('attribute_values @> %L OR attribute_values @> %L',
+                               jsonb_build_object(c.key, alt), jsonb_build_object(c.key, jsonb_build_array(alt))), ' OR '), 'false')
+                        FROM jsonb_array_elements(CASE jsonb_typeof(c.value) WHEN 'array' THEN c.value
+                                                       ELSE jsonb_build_array(c.value) END) alt) || ')', ' AND '), 'true')
+                    FROM jsonb_each(f) c))
+        INTO ids;
+    RETURN ids;
+END $$;
 CREATE OR REPLACE FUNCTION citus_differential(max_pages int)
 RETURNS TABLE (filters bigint, pages bigint, mismatched_pages bigint) LANGUAGE plpgsql AS $$
 DECLARE
@@ -113,16 +129,7 @@ BEGIN
     FOR o IN SELECT DISTINCT organisation_id FROM alerts ORDER BY 1 LOOP
         FOR r IN SELECT * FROM filters fl WHERE fl.n % 8 = substr(o, 4)::int % 8 OR fl.n % 4 = 0 ORDER BY fl.n LOOP
             size := (ARRAY[50, 1, 7, 500])[1 + r.n % 4];
-            -- the exact answer: jsonb containment, one alternative at a time
-            EXECUTE format('SELECT coalesce(array_agg(id ORDER BY id DESC), ''{}'') FROM alerts
-                            WHERE organisation_id = %L AND id >= %L AND (%s)', o, alerts_ulid_floor(r.since),
-                           (SELECT coalesce(string_agg('(' || (
-                                SELECT coalesce(string_agg(format('attribute_values @> %L OR attribute_values @> %L',
-                                       jsonb_build_object(c.key, alt), jsonb_build_object(c.key, jsonb_build_array(alt))), ' OR '), 'false')
-                                FROM jsonb_array_elements(CASE jsonb_typeof(c.value) WHEN 'array' THEN c.value
-                                                               ELSE jsonb_build_array(c.value) END) alt) || ')', ' AND '), 'true')
-                            FROM jsonb_each(r.f) c))
-                INTO oracle;
+            oracle := citus_oracle(o, r.f, r.since);
             cursor_id := NULL; n := 0;
             LOOP
                 SELECT coalesce(array_agg(s.id ORDER BY s.ordinality), '{}') INTO page
@@ -181,17 +188,7 @@ BEGIN
     FOR o IN SELECT DISTINCT organisation_id FROM alerts ORDER BY 1 LOOP
         FOR r IN SELECT * FROM filters fl WHERE fl.n % 8 = substr(o, 4)::int % 8 OR fl.n % 4 = 0 ORDER BY fl.n LOOP
             size := (ARRAY[50, 1, 7, 500])[1 + r.n % 4];
-            -- the exact answer, as citus_differential computes it (the node
-            -- plans no OR of containments)
-            EXECUTE format('SELECT coalesce(array_agg(id ORDER BY id DESC), ''{}'') FROM alerts
-                            WHERE organisation_id = %L AND id >= %L AND (%s)', o, alerts_ulid_floor(r.since),
-                           (SELECT coalesce(string_agg('(' || (
-                                SELECT coalesce(string_agg(format('attribute_values @> %L OR attribute_values @> %L',
-                                       jsonb_build_object(c.key, alt), jsonb_build_object(c.key, jsonb_build_array(alt))), ' OR '), 'false')
-                                FROM jsonb_array_elements(CASE jsonb_typeof(c.value) WHEN 'array' THEN c.value
-                                                               ELSE jsonb_build_array(c.value) END) alt) || ')', ' AND '), 'true')
-                            FROM jsonb_each(r.f) c))
-                INTO oracle;
+            oracle := citus_oracle(o, r.f, r.since);
             -- a list in a filter means one of its values; plain @> means
             -- all of them: the plain query is given one alternative
             -- (the first) of each list, and its oracle is filtered the same

@@ -3,6 +3,9 @@
 -- batches, can be interrupted and resumed, blocks no insert for long, and
 -- leaves every row with a correct bitmap.
 SET client_min_messages = warning;  -- quiet when already installed (tests/shell/upgrade.sh)
+-- Postgres' own plans for the oracles' plain SQL (the custom scan is
+-- tested against them in plain.sql).
+SET alerts.custom_scan = off;
 CREATE EXTENSION IF NOT EXISTS alerts;
 RESET client_min_messages;
 \set SHOW_CONTEXT never

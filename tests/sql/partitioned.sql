@@ -7,6 +7,9 @@
 -- partitions a search reads; partitions created, attached, detached and
 -- dropped while searches run; bad layouts.
 SET client_min_messages = warning;
+-- Postgres' own plans for the oracles' plain SQL (the custom scan is
+-- tested against them in plain.sql).
+SET alerts.custom_scan = off;
 SET TimeZone = 'UTC';
 \set SHOW_CONTEXT never
 

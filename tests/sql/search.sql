@@ -4,6 +4,9 @@
 -- Column filters (columns => ...) run through the same differential, their
 -- oracle plain SQL on the columns.
 SET client_min_messages = warning;
+-- Postgres' own plans for the oracles' plain SQL (the custom scan is
+-- tested against them in plain.sql).
+SET alerts.custom_scan = off;
 CREATE INDEX idx_alerts_pagination_bitmap ON alerts (organisation_id, id DESC) INCLUDE (attribute_values_bitmap);
 VACUUM ANALYZE alerts;
 
