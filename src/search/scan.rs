@@ -504,7 +504,11 @@ impl<'a> IndexWalk<'a> {
             if !pg_sys::index_fetch_heap(self.scan, self.slot) {
                 return false; // not visible to this snapshot
             }
-            let matched = self.candidate_matches();
+            // None: the heap row's bitmap (not in the index) refused it,
+            // before any recheck
+            let Some(matched) = self.candidate_matches() else {
+                return false;
+            };
             trace::candidate(matched);
             if matched {
                 self.add_slot(page);
@@ -513,8 +517,9 @@ impl<'a> IndexWalk<'a> {
         }
     }
 
-    /// Whether the fetched candidate in the slot matches exactly.
-    unsafe fn candidate_matches(&mut self) -> bool {
+    /// Whether the fetched candidate in the slot matches exactly; None when
+    /// its heap bitmap (the index has none) already refuses it.
+    unsafe fn candidate_matches(&mut self) -> Option<bool> {
         // SAFETY: the slot holds the fetched tuple.
         unsafe {
             let slot = self.slot;
@@ -529,16 +534,16 @@ impl<'a> IndexWalk<'a> {
             if self.layout.bitmap_in_index.is_none() {
                 if let Some(bm) = value(self.layout.bitmap) {
                     if !self.filter.bloom_match(crate::datum::bitmap_arg(bm)) {
-                        return false;
+                        return None;
                     }
                 }
             }
             let Some(attrs) = value(self.layout.attrs) else {
-                return false; // no attributes: matches no filter but {}
+                return Some(false); // no attributes: matches no filter but {}
             };
             // The column filter first: an equality of a few datums, where
             // the attributes' check walks the jsonb.
-            self.columns_match() && crate::jsonb::exact_match_of(self.filter, attrs)
+            Some(self.columns_match() && crate::jsonb::exact_match_of(self.filter, attrs))
         }
     }
 
