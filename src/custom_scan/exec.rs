@@ -131,6 +131,75 @@ unsafe fn array_texts(value: Datum, ty: Oid) -> Vec<String> {
     }
 }
 
+/// Implied filters the session computed last (up to [`SESSION_IMPLIED`]),
+/// by the conditions' kinds and raw jsonb bytes: a statement run again with
+/// the same values neither converts them nor parses the filter again.
+const SESSION_IMPLIED: usize = 256;
+
+type ImpliedKey = (Vec<i32>, Vec<Option<Vec<u8>>>);
+
+thread_local! {
+    static IMPLIED: std::cell::RefCell<std::collections::HashMap<ImpliedKey, Vec<u8>>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// The jsonb filter the conditions imply (`implied_filter`), in the current
+/// memory context; None when a condition is NULL (no row matches).
+///
+/// # Safety
+/// `values` are the conditions' values in order, live jsonb datums.
+unsafe fn implied_datum(kinds: &[Kind], values: &[Option<Datum>]) -> Option<Datum> {
+    // SAFETY: as the caller's; the copy is a whole varlena.
+    unsafe {
+        let key: ImpliedKey = (
+            kinds.iter().map(|k| k.to_int()).collect(),
+            values
+                .iter()
+                .map(|d| d.map(|d| varlena_bytes(d).to_vec()))
+                .collect(),
+        );
+        // a jsonb of these contents, with a 4-byte header (aligned)
+        let copy = |bytes: &[u8]| {
+            let size = bytes.len() + pg_sys::VARHDRSZ;
+            let p = pg_sys::palloc(size) as *mut pg_sys::varlena;
+            pgrx::set_varsize_4b(p, size as i32);
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                pgrx::vardata_4b(p) as *mut u8,
+                bytes.len(),
+            );
+            Datum::from(p)
+        };
+        if let Some(d) = IMPLIED.with(|m| m.borrow().get(&key).map(|b| copy(b))) {
+            return Some(d);
+        }
+        let jsons: Vec<Option<serde_json::Value>> =
+            values.iter().map(|d| d.map(|d| jsonb_value(d))).collect();
+        let mut conditions: Vec<Condition> = Vec::new();
+        let mut at = jsons.iter();
+        for &kind in kinds {
+            let mine: Vec<&serde_json::Value> = at.by_ref().take(kind.values()).flatten().collect();
+            conditions.push(match kind {
+                _ if mine.is_empty() => return None, // NULL
+                Kind::AnyOf(_) => Condition::AnyOf(mine),
+                Kind::Contains if mine.len() == 1 => Condition::Contains(mine[0]),
+                Kind::Filter if mine.len() == 1 => Condition::Filter(mine[0]),
+                _ => return None, // NULL
+            });
+        }
+        let d = jsonb_datum(&implied_filter(&conditions).to_string());
+        let bytes = varlena_bytes(d).to_vec();
+        IMPLIED.with(|m| {
+            let mut m = m.borrow_mut();
+            if m.len() >= SESSION_IMPLIED {
+                m.clear();
+            }
+            m.insert(key, bytes);
+        });
+        Some(d)
+    }
+}
+
 /// `CreateCustomScanState`: the node, with its plan's shape.
 ///
 /// # Safety
@@ -509,23 +578,10 @@ impl Run {
             });
 
             self.org = varlena_bytes(org).to_vec();
-            let jsons: Vec<Option<serde_json::Value>> =
-                filters.iter().map(|d| d.map(|d| jsonb_value(d))).collect();
-            let mut conditions: Vec<Condition> = Vec::new();
-            let mut values = jsons.iter();
-            for &kind in &shape.filters {
-                let mine: Vec<&serde_json::Value> =
-                    values.by_ref().take(kind.values()).flatten().collect();
-                conditions.push(match kind {
-                    _ if mine.is_empty() => return false, // NULL
-                    Kind::AnyOf(_) => Condition::AnyOf(mine),
-                    Kind::Contains if mine.len() == 1 => Condition::Contains(mine[0]),
-                    Kind::Filter if mine.len() == 1 => Condition::Filter(mine[0]),
-                    _ => return false, // NULL
-                });
-            }
-            let implied = implied_filter(&conditions);
-            self.filter = jsonb_datum(&implied.to_string());
+            let Some(filter) = implied_datum(&shape.filters, &filters) else {
+                return false; // a NULL condition
+            };
+            self.filter = filter;
             let compiled = crate::filter_cache::session_filter(self.filter);
             if compiled.matches_nothing() {
                 return false;

@@ -151,13 +151,13 @@ pub unsafe fn rows_with_id(relid: Oid, org: Datum, id: Datum) -> Vec<Datum> {
     unsafe {
         let guc_level = pg_sys::NewGUCNestLevel();
         crate::compat::set_local_search_path(c"pg_catalog, pg_temp");
+        let mut page = Page::rows(i64::MAX); // in the caller's memory
         pg_sys::SPI_connect();
         let sql = format!(
             "SELECT r FROM ONLY {} r WHERE organisation_id = $1 AND id = $2",
             statements::qualified(relid)
         );
         let plan = spi::prepare_unkept(&sql, &[pg_sys::TEXTOID, pg_sys::TEXTOID]);
-        let mut page = Page::rows(i64::MAX);
         page.add(spi::execute(plan, &[org, id]));
         pg_sys::SPI_finish();
         pg_sys::AtEOXact_GUC(true, guc_level);

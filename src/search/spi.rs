@@ -180,7 +180,8 @@ pub unsafe fn execute_nullable(
 /// rows `alerts_search_wire` sends (values copied out of SPI's memory).
 enum Sink {
     Store(*mut pg_sys::Tuplestorestate),
-    Rows(Vec<Datum>),
+    /// The rows, and the memory they are kept in (the page's creator's).
+    Rows(Vec<Datum>, pg_sys::MemoryContext),
 }
 
 /// The page being built, in the table's row type, and how many rows it
@@ -203,10 +204,12 @@ impl Page {
         }
     }
 
-    /// A page collected as rows (see [`Page::into_rows`]).
+    /// A page collected as rows (see [`Page::into_rows`]), kept in the
+    /// current memory context: create it before `SPI_connect`.
     pub fn rows(size: i64) -> Page {
         Page {
-            sink: Sink::Rows(Vec::new()),
+            // SAFETY: reads the backend's current context.
+            sink: Sink::Rows(Vec::new(), unsafe { pg_sys::CurrentMemoryContext }),
             size,
             want: size,
         }
@@ -238,11 +241,21 @@ impl Page {
                     };
                     pg_sys::tuplestore_puttuple(*store, &mut tmp);
                 }
-                // into the memory of the caller of SPI_connect, not
-                // compressed (a statement's row value may be)
-                Sink::Rows(rows) => {
-                    let flat = Datum::from(pg_sys::pg_detoast_datum(d.cast_mut_ptr()));
-                    rows.push(pg_sys::SPI_datumTransfer(flat, false, -1))
+                // into the page's memory, not compressed (a statement's
+                // row value may be)
+                Sink::Rows(rows, cxt) => {
+                    let old = pg_sys::MemoryContextSwitchTo(*cxt);
+                    let flat = pg_sys::pg_detoast_datum(d.cast_mut_ptr());
+                    let kept = if flat == d.cast_mut_ptr() {
+                        let len = pgrx::varsize_any(flat);
+                        let copy = pg_sys::palloc(len);
+                        std::ptr::copy_nonoverlapping(flat as *const u8, copy as *mut u8, len);
+                        Datum::from(copy)
+                    } else {
+                        Datum::from(flat)
+                    };
+                    pg_sys::MemoryContextSwitchTo(old);
+                    rows.push(kept)
                 }
             }
         }
@@ -282,8 +295,18 @@ impl Page {
     /// # Safety
     /// `tuple` must be live and of descriptor `desc`; the page is not full.
     pub unsafe fn add_tuple(&mut self, tuple: pg_sys::HeapTuple, desc: pg_sys::TupleDesc) {
-        // SAFETY: as the caller's; the datum is built in the current context.
-        unsafe { self.push(pg_sys::heap_copy_tuple_as_datum(tuple, desc)) }
+        // SAFETY: as the caller's. A page of rows gets the datum built
+        // in its own memory (one copy, flat), a store a copy of it.
+        unsafe {
+            if let Sink::Rows(rows, cxt) = &mut self.sink {
+                let old = pg_sys::MemoryContextSwitchTo(*cxt);
+                rows.push(pg_sys::heap_copy_tuple_as_datum(tuple, desc));
+                pg_sys::MemoryContextSwitchTo(old);
+                self.want -= 1;
+                return;
+            }
+            self.push(pg_sys::heap_copy_tuple_as_datum(tuple, desc))
+        }
     }
 
     /// Appends one row another node sent (see `wire::decode`); false once
@@ -301,7 +324,7 @@ impl Page {
 
     /// The page's rows, in the memory of the caller of `SPI_connect`.
     pub fn into_rows(self) -> Vec<Datum> {
-        let Sink::Rows(rows) = self.sink else {
+        let Sink::Rows(rows, _) = self.sink else {
             unreachable!("into_rows is called on pages collected as rows")
         };
         rows
