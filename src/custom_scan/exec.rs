@@ -1,6 +1,7 @@
 //! The executor side: the scan returns the search's pages one row at a
-//! time, newest first, asking for the next page (ids below the last one
-//! returned) only when the rows above are used up. The executor checks
+//! time, newest first (or oldest first: all that follows the other way),
+//! asking for the next page (ids below the last one returned) only when
+//! the rows above are used up. The executor checks
 //! every qual of the query on each row (`ExecScan`), so the page the
 //! client sees is exact whatever the search was told.
 //!
@@ -73,8 +74,11 @@ pub struct Run {
     /// The column filter the column quals imply, compiled.
     columns: Option<(Datum, crate::columns::Columns)>,
     /// The window: ids in `[floor, before)`; `before` None on a first page.
+    /// Oldest first, `before` stays the query's upper bound and the pages
+    /// start above `after`, the last page's last id.
     floor: Vec<u8>,
     before: Option<Vec<u8>>,
+    after: Option<Vec<u8>>,
     /// The query's own upper bound, for the window below the ULIDs.
     upper: Option<Vec<u8>>,
     /// No lower bound was given: the ids below the ULID range are read last.
@@ -269,6 +273,7 @@ pub unsafe extern "C-unwind" fn begin(
             columns: None,
             floor: Vec::new(),
             before: None,
+            after: None,
             upper: None,
             below_too: false,
             size: DEFAULT_PAGE,
@@ -397,7 +402,7 @@ impl Run {
                 // page starts below it.
                 let rows = crate::search::rows_with_id(self.relid, text(&self.org), text(&id));
                 self.ready.extend(rows);
-                self.before = Some(id);
+                self.past(id);
             } else {
                 self.page();
             }
@@ -422,6 +427,10 @@ impl Run {
                 floor: text(&self.floor),
                 before: self.before.as_deref().map(text),
                 page_size: self.size as i32,
+                ascending: self.shape.ascending.then(|| crate::search::Ascending {
+                    after: self.after.as_deref().map(text),
+                    upper: self.before.as_deref().map(text),
+                }),
             };
             trace::take();
             let rows = crate::search::rows(&args);
@@ -442,7 +451,7 @@ impl Run {
                 .to_vec();
             if self.shape.ids_unique {
                 self.ready.extend(rows);
-                self.before = Some(last);
+                self.past(last);
             } else {
                 let kept: Vec<Datum> = rows
                     .into_iter()
@@ -451,6 +460,16 @@ impl Run {
                 self.ready.extend(kept);
                 self.tie = Some(last);
             }
+        }
+    }
+
+    /// The next page starts past `id`: below it newest first, above it
+    /// oldest first.
+    fn past(&mut self, id: Vec<u8>) {
+        if self.shape.ascending {
+            self.after = Some(id);
+        } else {
+            self.before = Some(id);
         }
     }
 
@@ -591,8 +610,15 @@ impl Run {
             let collation = self.id_collation;
             let bytes: Vec<Vec<u8>> = lower.iter().map(|&d| varlena_bytes(d).to_vec()).collect();
             let greatest = bytes.into_iter().max_by(|a, b| text_cmp(a, b, collation));
-            self.below_too = greatest.is_none();
-            self.floor = greatest.unwrap_or_else(|| ulid::floor(0).to_vec());
+            // Oldest first, the window is one range from the bound (or from
+            // the first id): no ids read apart.
+            self.below_too = greatest.is_none() && !shape.ascending;
+            self.floor = match greatest {
+                Some(g) => g,
+                None if shape.ascending => Vec::new(),
+                None => ulid::floor(0).to_vec(),
+            };
+            self.after = None;
             // id <= v, in a bytewise collation: id < v || '\x01'
             let inclusive = upper_inclusive
                 .iter()

@@ -128,6 +128,9 @@ unsafe extern "C-unwind" fn explain(
             "50 rows".to_string()
         };
         text(c"First Page", &first);
+        if run.shape.ascending {
+            text(c"Order", "oldest first (id ascending)");
+        }
         if !run.shape.columns.is_empty() {
             let names: Vec<String> = run
                 .shape

@@ -1,7 +1,7 @@
 //! The planner side: a `set_rel_pathlist_hook` that offers the custom path
 //! for the scan of a table searches can read, when the query has what a
-//! search needs (see `quals.rs`) and wants the rows newest first
-//! (`ORDER BY id DESC`); and the plan made of that path.
+//! search needs (see `quals.rs`) and wants the rows in `id` order (`ORDER
+//! BY id DESC`, newest first, or `ASC`); and the plan made of that path.
 //!
 //! A hook on the relation's path list (rather than a table access method
 //! or an index AM) because the scan is a different way of reading one
@@ -71,6 +71,8 @@ pub struct Shape {
     pub columns: Vec<(AttrNumber, bool)>,
     /// Upper bounds `id <= value` (after the `<` ones).
     pub upper_inclusive: usize,
+    /// The query wants the rows oldest first (`ORDER BY id ASC`).
+    pub ascending: bool,
 }
 
 impl Shape {
@@ -86,6 +88,7 @@ impl Shape {
         v.push(self.columns.len() as i32);
         v.extend(self.columns.iter().flat_map(|&(a, l)| [a as i32, l as i32]));
         v.push(self.upper_inclusive as i32);
+        v.push(self.ascending as i32);
         v
     }
 
@@ -104,6 +107,7 @@ impl Shape {
                 .map(|c| (c[0] as AttrNumber, c[1] != 0))
                 .collect(),
             upper_inclusive: rest[5 + 2 * rest[4] as usize] as usize,
+            ascending: rest[6 + 2 * rest[4] as usize] != 0,
         }
     }
 }
@@ -137,8 +141,16 @@ unsafe fn offer(
         let Some(org) = found.org else {
             return;
         };
+        let Some(ascending) = id_order(root, rel, rti, &cols) else {
+            return;
+        };
+        // A row whose id is NULL can match, and a search never returns it
+        // (its window is a range of ids): offered only where no such row
+        // can be, or the query's own bounds on `id` refuse it.
+        let id_bounded =
+            !(found.lower.is_empty() && found.upper.is_empty() && found.upper_inclusive.is_empty());
         if found.filters.is_empty()
-            || !newest_first(root, rel, rti, &cols)
+            || !(id_bounded || id_not_null(relid, cols.id))
             || !has_pagination_index(rel, &cols)
             || reads_system_columns(rel, rti)
             || crate::search::is_distributed(relid)
@@ -179,6 +191,7 @@ unsafe fn offer(
             offset: offset.is_some(),
             columns: found.columns.iter().map(|c| (c.attno, c.list)).collect(),
             upper_inclusive: found.upper_inclusive.len(),
+            ascending,
         };
         let mut exprs: *mut pg_sys::List = std::ptr::null_mut();
         let mut push = |e: *mut std::ffi::c_void| exprs = pg_sys::lappend(exprs, e);
@@ -267,26 +280,38 @@ unsafe fn columns_of(relid: Oid) -> Option<Columns> {
     }
 }
 
-/// Whether the query wants this scan's rows in `id` order, newest first,
-/// in the column's collation.
-unsafe fn newest_first(
+/// Whether column `id` of `relid` is `NOT NULL`.
+unsafe fn id_not_null(relid: Oid, id: AttrNumber) -> bool {
+    // SAFETY: the planner holds a lock on the relation it plans.
+    unsafe {
+        let rel = pg_sys::relation_open(relid, pg_sys::NoLock as i32);
+        let not_null = crate::compat::attribute((*rel).rd_att, id as i32).attnotnull;
+        pg_sys::relation_close(rel, pg_sys::NoLock as i32);
+        not_null
+    }
+}
+
+/// Whether the query wants this scan's rows in `id` order, in the
+/// column's collation: Some(false) newest first (`DESC`), Some(true)
+/// oldest first (`ASC`), None otherwise.
+unsafe fn id_order(
     root: *mut pg_sys::PlannerInfo,
     rel: *mut pg_sys::RelOptInfo,
     rti: pg_sys::Index,
     cols: &Columns,
-) -> bool {
+) -> Option<bool> {
     // SAFETY: planner structures, read.
     unsafe {
         let pathkey = pg_sys::list_nth((*root).query_pathkeys, 0) as *mut pg_sys::PathKey;
         let ec = (*pathkey).pk_eclass;
         if u32::from((*pathkey).pk_opfamily) != TEXT_BTREE_FAMILY
-            || !crate::compat::pathkey_descending(pathkey)
             || (*ec).ec_collation != cols.id_collation
         {
-            return false;
+            return None;
         }
         let var = pg_sys::makeVar(rti as _, cols.id, pg_sys::TEXTOID, -1, cols.id_collation, 0);
-        !pg_sys::find_ec_member_matching_expr(ec, var.cast(), (*rel).relids).is_null()
+        (!pg_sys::find_ec_member_matching_expr(ec, var.cast(), (*rel).relids).is_null())
+            .then(|| !crate::compat::pathkey_descending(pathkey))
     }
 }
 

@@ -12,6 +12,8 @@
 //! - `probe.rs`: the statement walk's per-entry bloom test and what it
 //!   counts;
 //! - `rare.rs`: the tenant-keys, GIN and unbounded-walk paths;
+//! - `oldest.rs`: pages oldest first (`ORDER BY id ASC`, for the custom
+//!   scan): the same walk and rare paths read the other way;
 //! - `routes.rs`: the session's memory of filters found rare;
 //! - `citus.rs`: Citus distributed tables (the tenant's shard, or one
 //!   routed statement to the node that has it);
@@ -25,6 +27,7 @@
 
 mod citus;
 mod indexes;
+mod oldest;
 mod probe;
 mod rare;
 mod routes;
@@ -69,6 +72,15 @@ thread_local! {
     static CITUS: RefCell<HashMap<Oid, citus::CitusCache>> = RefCell::new(HashMap::new());
 }
 
+/// A page read oldest first (`ORDER BY id ASC`, from the custom scan):
+/// the window is `[floor, upper)` (no upper bound when None), read from
+/// above `after`, the last page's last id, when there is one.
+#[derive(Clone, Copy)]
+pub struct Ascending {
+    pub after: Option<Datum>,
+    pub upper: Option<Datum>,
+}
+
 /// One call's arguments, checked, and what the table offers for its filter.
 pub struct Call<'a> {
     pub org: Datum,
@@ -85,6 +97,8 @@ pub struct Call<'a> {
     pub paths: RarePaths,
     /// The filter as one GIN jsonpath, when it has that form.
     pub jsonpath: Option<String>,
+    /// Oldest first; None: newest first, below `before`.
+    pub ascending: Option<Ascending>,
 }
 
 impl Call<'_> {
@@ -98,7 +112,21 @@ impl Call<'_> {
         plan: pg_sys::SPIPlanPtr,
         args: &[Datum],
     ) -> *mut pg_sys::SPITupleTable {
-        let mut all: Vec<Option<Datum>> = args.iter().copied().map(Some).collect();
+        let all: Vec<Option<Datum>> = args.iter().copied().map(Some).collect();
+        // SAFETY: as the caller's.
+        unsafe { self.execute_nullable(plan, &all) }
+    }
+
+    /// As [`Call::execute`], with arguments that may be NULL.
+    ///
+    /// # Safety
+    /// As [`Call::execute`].
+    pub unsafe fn execute_nullable(
+        &self,
+        plan: pg_sys::SPIPlanPtr,
+        args: &[Option<Datum>],
+    ) -> *mut pg_sys::SPITupleTable {
+        let mut all = args.to_vec();
         all.push(self.columns);
         // SAFETY: as the caller's.
         unsafe { spi::execute_nullable(plan, &all) }
@@ -123,6 +151,8 @@ pub struct Args<'a> {
     /// Ids below this; None: no upper bound (a first page).
     pub before: Option<Datum>,
     pub page_size: i32,
+    /// Oldest first (then `before` is unused: the bounds are here).
+    pub ascending: Option<Ascending>,
 }
 
 /// The page of `args`: its rows (composite datums of the table's row type,
@@ -335,6 +365,7 @@ unsafe fn checked_args<'a>(fcinfo: pg_sys::FunctionCallInfo) -> Args<'a> {
             floor,
             before: arg(4),
             page_size,
+            ascending: None,
         }
     }
 }
@@ -392,6 +423,11 @@ unsafe fn fill_running(ext_schema: &dyn Fn() -> String, args: &Args, page: &mut 
             let mut c = c.borrow_mut();
             let cache = c.entry(relid).or_default();
             match cache.target(relid, args.org, ext_schema) {
+                citus::Target::Remote if args.ascending.is_some() => error(
+                    PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                    "alerts: an oldest-first page of a Citus tenant on another node".into(),
+                    "run the query on the coordinator, which routes it to the tenant's shard",
+                ),
                 citus::Target::Remote => {
                     trace::page_starts(trace::Route::Routed);
                     let routed = cache.routed(
@@ -469,6 +505,7 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
                     gin: indexes.gin && jsonpath.is_some(),
                 },
                 jsonpath,
+                ascending: args.ascending,
             };
             // The direct scan where it reads what the statements would;
             // roles and policies are checked on every call.
@@ -477,6 +514,20 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
                     && scan::plain_read(args.relid) && (source == args.relid || scan::plain_read(source))
             });
             match direct {
+                Some(layout) if call.ascending.is_some() => {
+                    let mut walker = scan::IndexWalk::begin(
+                        source,
+                        args.relid,
+                        layout,
+                        &call,
+                        args.columns.as_ref().map(|(_, c)| c),
+                    );
+                    oldest::fill(&mut table.statements, &call, &mut walker, page);
+                    walker.end();
+                }
+                None if call.ascending.is_some() => {
+                    oldest::planned(&table.statements, &call, page);
+                }
                 Some(layout) => {
                     let mut walker = scan::IndexWalk::begin(
                         source,

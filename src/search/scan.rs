@@ -309,8 +309,11 @@ pub struct IndexWalk<'a> {
     /// is none, the answer of `end_id('8', newest)` without a second scan.
     below_eight: Option<Option<Vec<u8>>>,
     done: bool,
-    /// The smallest id read so far: ids below it are unread.
+    /// The last id read so far: ids beyond it (below it newest first, above
+    /// it oldest first) are unread.
     smallest: Vec<u8>,
+    /// The page is read oldest first (`ORDER BY id ASC`).
+    ascending: bool,
 }
 
 impl<'a> IndexWalk<'a> {
@@ -330,7 +333,10 @@ impl<'a> IndexWalk<'a> {
         columns: Option<&'a Columns>,
     ) -> IndexWalk<'a> {
         let (filter, org, floor) = (call.compiled, call.org, call.floor);
-        let before = (!call.first_page).then_some(call.before);
+        let before = match &call.ascending {
+            None => (!call.first_page).then_some(call.before),
+            Some(asc) => asc.upper,
+        };
         // SAFETY: relations are opened and locked here and closed by `end`;
         // the scan keys are built from the index's own operator families.
         unsafe {
@@ -360,7 +366,7 @@ impl<'a> IndexWalk<'a> {
                 index,
                 scan,
                 slot: pg_sys::table_slot_create(heap, std::ptr::null_mut()),
-                direction: if layout.id_desc {
+                direction: if layout.id_desc != call.ascending.is_some() {
                     pg_sys::ScanDirection::ForwardScanDirection
                 } else {
                     pg_sys::ScanDirection::BackwardScanDirection
@@ -382,9 +388,14 @@ impl<'a> IndexWalk<'a> {
                 below_eight: None,
                 done: false,
                 smallest: Vec::new(),
+                ascending: call.ascending.is_some(),
             };
             walk.key(0, 1, pg_sys::BTEqualStrategyNumber, org);
-            walk.key(1, 2, pg_sys::BTGreaterEqualStrategyNumber, floor);
+            match call.ascending.as_ref().and_then(|a| a.after) {
+                // oldest first, after the last page: ids above its last id
+                Some(after) => walk.key(1, 2, pg_sys::BTGreaterStrategyNumber, after),
+                None => walk.key(1, 2, pg_sys::BTGreaterEqualStrategyNumber, floor),
+            }
             // A first page has no upper bound: the scan reads the ids at or
             // after '8' (no ULID is) first, as they come first in the
             // index, then the ULIDs; the key stays for `end_id`.
@@ -490,7 +501,7 @@ impl<'a> IndexWalk<'a> {
             .filter(|_| !self.done)
             .and_then(time)
             .zip(time(&self.smallest))
-            .map(|(hi, lo)| hi.saturating_sub(lo).max(1));
+            .map(|(first, last)| first.abs_diff(last).max(1));
         walked
     }
 
@@ -651,13 +662,15 @@ impl<'a> IndexWalk<'a> {
     }
 
     /// The id of the row at `tid` if the snapshot sees it and it is the
-    /// tenant's, in `[floor, upper)`, and matches the filter exactly.
+    /// tenant's, in the range (above `lower`, or at it when it is not
+    /// strict; below `upper` when there is one), and matches the filter
+    /// exactly.
     unsafe fn range_match(
         &mut self,
         buffer: pg_sys::Buffer,
         tid: pg_sys::ItemPointerData,
-        floor: Datum,
-        upper: Datum,
+        (lower, strict): (Datum, bool),
+        upper: Option<Datum>,
     ) -> Option<Vec<u8>> {
         // SAFETY: the slot holds the fetched tuple while it is read; the
         // entry context is reset after.
@@ -682,9 +695,10 @@ impl<'a> IndexWalk<'a> {
             let id = match (value(l.org), value(l.id), value(l.attrs)) {
                 (Some(org), Some(id), Some(attrs)) => {
                     let id = bytes(id);
+                    let above = compare(id, bytes(lower), l.id_collation);
                     let matched = compare(bytes(org), tenant, l.org_collation).is_eq()
-                        && compare(id, bytes(floor), l.id_collation).is_ge()
-                        && compare(id, bytes(upper), l.id_collation).is_lt()
+                        && (above.is_gt() || (above.is_eq() && !strict))
+                        && upper.is_none_or(|u| compare(id, bytes(u), l.id_collation).is_lt())
                         && value(l.bitmap)
                             .is_none_or(|bm| self.filter.bloom_match(crate::datum::bitmap_arg(bm)))
                         && self.columns_match()
@@ -696,6 +710,126 @@ impl<'a> IndexWalk<'a> {
             };
             pg_sys::MemoryContextSwitchTo(old);
             pg_sys::MemoryContextReset(self.entry_cxt);
+            id
+        }
+    }
+
+    /// The rows of a range whose keys overlap every array (one per clause),
+    /// checked exactly, in the walk's order, as many as the page wants;
+    /// false, having added nothing, when the keys index cannot answer
+    /// (lossy bitmap, or no index or operator). The range is above `lower`
+    /// (or at it, not strict) and below `upper` when there is one.
+    ///
+    /// # Safety
+    /// As [`Walk::keys_range`].
+    pub unsafe fn keys_rows(
+        &mut self,
+        arrays: &[Datum],
+        lower: (Datum, bool),
+        upper: Option<Datum>,
+        page: &mut Page,
+    ) -> bool {
+        let Some(keys_index) = self.layout.keys_index else {
+            return false;
+        };
+        // SAFETY: the keys index is opened, scanned and closed here; heap
+        // pages are read pinned and share-locked, as a bitmap heap scan
+        // reads them.
+        unsafe {
+            let Some(tbm) = self.keys_bitmap(keys_index, arrays) else {
+                return false;
+            };
+            // Matches in the range: their ids and the TIDs the index gave.
+            let mut found: Vec<(Vec<u8>, pg_sys::ItemPointerData)> = Vec::new();
+            let mut buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
+            let exact = crate::compat::tbm_pages(tbm, &mut |block, offsets| {
+                let Some(offsets) = offsets else {
+                    return false; // lossy: the statement answers this range
+                };
+                buffer = pg_sys::ReleaseAndReadBuffer(buffer, self.heap, block);
+                for &offset in offsets {
+                    pgrx::check_for_interrupts!();
+                    let tid = item_pointer(block, offset);
+                    if let Some(id) = self.range_match(buffer, tid, lower, upper) {
+                        found.push((id, tid));
+                    }
+                }
+                true
+            });
+            pg_sys::tbm_free(tbm);
+            if exact {
+                // In the walk's order (newest or oldest first), in the id
+                // column's collation; the page's rows fetched again (same
+                // snapshot, same versions).
+                let collation = self.layout.id_collation;
+                if self.ascending {
+                    found.sort_by(|a, b| compare(&a.0, &b.0, collation));
+                } else {
+                    found.sort_by(|a, b| compare(&b.0, &a.0, collation));
+                }
+                for (_, tid) in found.iter().take(page.want.max(0) as usize) {
+                    if self.fetch(buffer_for(&mut buffer, self.heap, tid), *tid) {
+                        self.add_slot(page);
+                    }
+                }
+            }
+            pg_sys::ExecClearTuple(self.slot);
+            if buffer != pg_sys::InvalidBuffer as pg_sys::Buffer {
+                pg_sys::ReleaseBuffer(buffer);
+            }
+            exact
+        }
+    }
+
+    /// The oldest (or newest) id of the tenant's entries above `lower` (at
+    /// it too when not strict) and below `upper` when there is one, visible
+    /// or not: the oldest-first keys path only bounds its ranges with it,
+    /// and a dead entry's id only widens them. A second scan; the walk's
+    /// own keeps its place.
+    ///
+    /// # Safety
+    /// The relations are open (between `begin` and `end`).
+    pub unsafe fn edge(
+        &mut self,
+        (lower, strict): (Datum, bool),
+        upper: Option<Datum>,
+        oldest: bool,
+    ) -> Option<Vec<u8>> {
+        // SAFETY: as the caller's; the scan is ended here.
+        unsafe {
+            let saved = self.keys;
+            let strategy = if strict {
+                pg_sys::BTGreaterStrategyNumber
+            } else {
+                pg_sys::BTGreaterEqualStrategyNumber
+            };
+            self.key(1, 2, strategy, lower);
+            match upper {
+                Some(u) => self.key(2, 2, pg_sys::BTLessStrategyNumber, u),
+                None => self.keys[2] = self.keys[1],
+            }
+            let mut keys = std::mem::replace(&mut self.keys, saved);
+            let scan = crate::compat::index_beginscan(
+                self.heap,
+                self.index,
+                pg_sys::GetActiveSnapshot(),
+                3,
+            );
+            (*scan).xs_want_itup = true;
+            pg_sys::index_rescan(scan, keys.as_mut_ptr(), 3, std::ptr::null_mut(), 0);
+            // the walk's own direction reads oldest first when it is ascending
+            let direction = if oldest == self.ascending {
+                self.direction
+            } else {
+                -self.direction
+            };
+            let id = (!pg_sys::index_getnext_tid(scan, direction).is_null()).then(|| {
+                let natts = (*(*self.index).rd_rel).relnatts as usize;
+                let mut values = vec![Datum::from(0usize); natts];
+                let mut nulls = vec![false; natts];
+                deform_entry(scan, &mut values, &mut nulls).to_vec()
+            });
+            pg_sys::index_endscan(scan);
             id
         }
     }
@@ -765,51 +899,8 @@ impl Walk for IndexWalk<'_> {
         upper: Datum,
         page: &mut Page,
     ) -> bool {
-        let Some(keys_index) = self.layout.keys_index else {
-            return false;
-        };
-        // SAFETY: the keys index is opened, scanned and closed here; heap
-        // pages are read pinned and share-locked, as a bitmap heap scan
-        // reads them.
-        unsafe {
-            let Some(tbm) = self.keys_bitmap(keys_index, arrays) else {
-                return false;
-            };
-            // Matches in the range: their ids and the TIDs the index gave.
-            let mut found: Vec<(Vec<u8>, pg_sys::ItemPointerData)> = Vec::new();
-            let mut buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
-            let exact = crate::compat::tbm_pages(tbm, &mut |block, offsets| {
-                let Some(offsets) = offsets else {
-                    return false; // lossy: the statement answers this range
-                };
-                buffer = pg_sys::ReleaseAndReadBuffer(buffer, self.heap, block);
-                for &offset in offsets {
-                    pgrx::check_for_interrupts!();
-                    let tid = item_pointer(block, offset);
-                    if let Some(id) = self.range_match(buffer, tid, floor, upper) {
-                        found.push((id, tid));
-                    }
-                }
-                true
-            });
-            pg_sys::tbm_free(tbm);
-            if exact {
-                // Newest first, in the id column's collation; the page's
-                // rows fetched again (same snapshot, same versions).
-                let collation = self.layout.id_collation;
-                found.sort_by(|a, b| compare(&b.0, &a.0, collation));
-                for (_, tid) in found.iter().take(page.want.max(0) as usize) {
-                    if self.fetch(buffer_for(&mut buffer, self.heap, tid), *tid) {
-                        self.add_slot(page);
-                    }
-                }
-            }
-            pg_sys::ExecClearTuple(self.slot);
-            if buffer != pg_sys::InvalidBuffer as pg_sys::Buffer {
-                pg_sys::ReleaseBuffer(buffer);
-            }
-            exact
-        }
+        // SAFETY: as the trait's.
+        unsafe { self.keys_rows(arrays, (floor, false), Some(upper), page) }
     }
 
     unsafe fn end_id(&mut self, upper: Datum, newest: bool) -> Option<Vec<u8>> {

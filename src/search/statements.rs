@@ -39,6 +39,15 @@ pub struct Statements {
     /// One jsonpath scan (`$6`, from `alerts_filter_jsonpath`) of a GIN
     /// index on the attributes.
     pub gin: pg_sys::SPIPlanPtr,
+    /// Oldest first (`ORDER BY id ASC` through the custom scan): the GIN
+    /// statement's range is above `$2` (strictly when `$3`) and below `$7`
+    /// when it is not NULL; `$8` is the column filter.
+    pub gin_oldest: pg_sys::SPIPlanPtr,
+    /// Oldest first where the direct walk cannot read the table (row-level
+    /// security, column grants): the page in one statement the planner
+    /// plans, parameters as `gin_oldest`'s without the jsonpath (`$6` the
+    /// upper bound, `$7` the column filter).
+    pub oldest_page: pg_sys::SPIPlanPtr,
     /// The newest and the oldest entry of a tenant's window.
     pub newest: pg_sys::SPIPlanPtr,
     pub oldest: pg_sys::SPIPlanPtr,
@@ -159,6 +168,39 @@ impl Statements {
                 ),
                 &[TEXT, TEXT, TEXT, JSONB, INT8, pg_sys::JSONPATHOID, JSONB],
             );
+            let gin_oldest = prepare_generic(
+                &format!(
+                    "SELECT {row} AS r FROM {t} a
+                     WHERE a.attribute_values @@ $6
+                       AND a.organisation_id || '' = $1
+                       AND (a.id || '' > $2 OR (NOT $3 AND a.id || '' = $2))
+                       AND ($7::text IS NULL OR a.id || '' < $7)
+                       AND {}
+                     ORDER BY a.id ASC LIMIT $5",
+                    exact(&s, 4, 8)
+                ),
+                &[
+                    TEXT,
+                    TEXT,
+                    pg_sys::BOOLOID,
+                    JSONB,
+                    INT8,
+                    pg_sys::JSONPATHOID,
+                    TEXT,
+                    JSONB,
+                ],
+            );
+            let oldest_page = prepare(
+                &format!(
+                    "SELECT {row} AS r FROM {t} a
+                     WHERE a.organisation_id = $1 AND a.id >= $2 AND (NOT $3 OR a.id > $2)
+                       AND ($6::text IS NULL OR a.id < $6)
+                       AND {}
+                     ORDER BY a.id ASC LIMIT $5",
+                    exact(&s, 4, 7)
+                ),
+                &[TEXT, TEXT, pg_sys::BOOLOID, JSONB, INT8, TEXT, JSONB],
+            );
             let end = |order: &str| {
                 prepare(
                     &format!(
@@ -173,6 +215,8 @@ impl Statements {
                 above,
                 rest,
                 gin,
+                gin_oldest,
+                oldest_page,
                 newest: end("DESC"),
                 oldest: end("ASC"),
                 indexes: IndexCache::prepare(),

@@ -21,16 +21,21 @@ pub enum Route {
     RememberedGin,
     /// A Citus tenant on another node: one routed statement.
     Routed,
+    /// An oldest-first page where the direct walk cannot read the table
+    /// (row-level security, column grants): one statement the planner
+    /// plans.
+    Planned,
 }
 
 impl Route {
-    pub const ALL: [Route; 6] = [
+    pub const ALL: [Route; 7] = [
         Route::Walk,
         Route::WalkThenKeys,
         Route::WalkThenGin,
         Route::RememberedKeys,
         Route::RememberedGin,
         Route::Routed,
+        Route::Planned,
     ];
 
     pub fn label(self) -> &'static str {
@@ -41,6 +46,7 @@ impl Route {
             Route::RememberedKeys => "tenant keys (remembered rare)",
             Route::RememberedGin => "GIN (remembered rare)",
             Route::Routed => "routed to the tenant's node",
+            Route::Planned => "one planned statement (oldest first)",
         }
     }
 }
@@ -55,7 +61,7 @@ pub struct Trace {
     /// Of those, the rows that matched exactly.
     pub matches: u64,
     /// Pages answered by each route, in [`Route::ALL`]'s order.
-    pub pages: [u64; 6],
+    pub pages: [u64; 7],
     /// The last walk left for a rare path: its matches and entries read
     /// when it left.
     pub left_after: Option<(i64, i64)>,

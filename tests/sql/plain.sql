@@ -46,7 +46,8 @@ BEGIN
 END $$;
 -- Mismatched pages of `q` for every filter of query.sql, page by page
 -- (`pages` deep, cursor = the last id), for tenant `org`.
-CREATE FUNCTION plain_differential(q text, org text, pages int, lim int DEFAULT 50)
+-- Oldest first (`ascending`), the pages go up: the cursor starts at ''.
+CREATE FUNCTION plain_differential(q text, org text, pages int, lim int DEFAULT 50, ascending boolean DEFAULT false)
 RETURNS TABLE (filters bigint, pages_compared bigint, mismatched bigint, node_used bigint, rows_seen bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -60,7 +61,7 @@ DECLARE
 BEGIN
     DELETE FROM plain_plans;
     FOR r IN SELECT * FROM filters ORDER BY n LOOP
-        cur := '8';
+        cur := CASE WHEN ascending THEN '' ELSE '8' END;
         FOR p IN 1 .. pages LOOP
             got := plain_ids(q, true, org, r.f, cur, lim, alerts_ulid_floor(r.since));
             want := plain_ids(q, false, org, r.f, cur, lim, alerts_ulid_floor(r.since));
@@ -101,6 +102,35 @@ SELECT * FROM plain_differential(
 SELECT * FROM plain_differential(
     'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND id BETWEEN $5 AND $3 ORDER BY id DESC LIMIT $4',
     'ORG_B', 2);
+
+-- Oldest first (ORDER BY id ASC): the same walk and rare paths, read
+-- upward; keyset pages above the last id, with a window, without one,
+-- below an upper bound, with a column qual, OR'ed containments.
+SELECT * FROM plain_differential(
+    'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND id > $3 AND id >= $5 ORDER BY id ASC LIMIT $4',
+    'ORG_A', 4, ascending => true);
+SELECT * FROM plain_differential(
+    'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND id > $3 ORDER BY id LIMIT $4 OFFSET 3',
+    'ORG_C', 3, 7, true);
+SELECT * FROM plain_differential(
+    'SELECT id FROM alerts WHERE organisation_id = $1 AND alerts_attrs_match(attribute_values, $2) AND id > $3 AND id < $5 AND priority_id IN (1, 2) ORDER BY id ASC LIMIT $4',
+    'ORG_B', 2, ascending => true);
+SELECT * FROM plain_differential(
+    'SELECT id FROM alerts WHERE organisation_id = $1 AND (attribute_values @> $2 OR attribute_values @> ''{"team": "T2"}'') AND id >= $3 AND id <= $5 ORDER BY id ASC LIMIT $4',
+    'ORG_A', 2, ascending => true);
+-- The routes oldest first: the walk, then the tenant keys (oldest weeks
+-- first) for a rare filter; with GIN instead of the keys, then GIN.
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF)
+SELECT id FROM alerts WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"rare": "needle"}' ORDER BY id LIMIT 10;
+BEGIN;
+DROP INDEX plain_keys;
+CREATE INDEX plain_gin ON alerts USING gin (attribute_values jsonb_path_ops);
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF)
+SELECT id FROM alerts WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"rare": "needle"}' ORDER BY id LIMIT 10;
+SELECT * FROM plain_differential(
+    'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND id > $3 AND id >= $5 ORDER BY id ASC LIMIT $4',
+    'ORG_A', 2, ascending => true);
+ROLLBACK;
 
 -- id <= x where id is COLLATE "C" is the window's end (id < x || '\x01'):
 -- a page below the 2000th newest row starts there, as with id < x.
@@ -164,7 +194,12 @@ SELECT shape, plain_same(q, f => f::jsonb) AS result FROM (VALUES
     ('OR''ed, a NULL alternative drops out', 'SELECT id FROM alerts WHERE organisation_id = $1 AND (attribute_values @> $2 OR attribute_values @> ''{"team": "T3"}'') ORDER BY id DESC LIMIT 50', NULL),
     ('OR''ed, no key in common: every row is read', 'SELECT id FROM alerts WHERE organisation_id = $1 AND (attribute_values @> $2 OR attribute_values @> ''{"env": "staging"}'') ORDER BY id DESC LIMIT 50', '{"team": "T1"}'),
     ('OR''ed with another column (not a condition it reads)', 'SELECT id FROM alerts WHERE organisation_id = $1 AND (attribute_values @> $2 OR priority_id = 1) ORDER BY id DESC LIMIT 50', '{"team": "T1"}'),
-    ('ascending: not offered', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id LIMIT 50', '{"team": "T1"}'),
+    ('ascending', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id LIMIT 50', '{"team": "T1"}'),
+    ('ascending, the needle, all time', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id ASC LIMIT 50', '{"rare": "needle"}'),
+    ('ascending, no limit', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id ASC', '{"team": "T2", "env": "staging"}'),
+    ('ascending, offset 500', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id ASC LIMIT 20 OFFSET 500', '{"env": "prod"}'),
+    ('ascending, with ties', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id ASC FETCH FIRST 30 ROWS WITH TIES', '{"env": "prod"}'),
+    ('ascending, no match', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id ASC LIMIT 50', '{"team": "NOPE"}'),
     ('ctid: not offered', 'SELECT ctid::text FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', '{"team": "T1"}'),
     ('FOR UPDATE: not offered', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50 FOR UPDATE', '{"team": "T1"}'),
     ('another collation: not offered', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id COLLATE "POSIX" DESC LIMIT 50', '{"team": "T1"}')
@@ -255,6 +290,45 @@ BEGIN
 END $$;
 SELECT * FROM cursor_pages('{"env": "staging"}', 240);
 SELECT * FROM cursor_pages('{"rare": "needle"}', 15);
+-- Oldest first: a cursor fetched row by row, and a generic plan run 8
+-- times with other filters, the same rows as without the node.
+CREATE FUNCTION prepared_page_asc(org text, f jsonb, cur text, lim int) RETURNS text[] LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN ARRAY(SELECT id FROM alerts WHERE organisation_id = org AND attribute_values @> f AND id > cur ORDER BY id LIMIT lim);
+END $$;
+CREATE FUNCTION ascending_runs() RETURNS TABLE (runs bigint, same bigint) LANGUAGE plpgsql AS $$
+DECLARE
+    c refcursor;
+    row_id text;
+    fetched text[];
+    page text[];
+    want_fetched text[];
+    want_page text[];
+    r record;
+    done int := 0;
+    ok int := 0;
+BEGIN
+    PERFORM set_config('plan_cache_mode', 'force_generic_plan', true);
+    FOR r IN SELECT filters.f FROM filters WHERE filters.n % 5 = 0 ORDER BY filters.n LIMIT 8 LOOP
+        fetched := '{}';
+        OPEN c NO SCROLL FOR SELECT id FROM alerts WHERE organisation_id = 'ORG_B' AND attribute_values @> r.f ORDER BY id;
+        FOR i IN 1 .. 300 LOOP
+            FETCH c INTO row_id;
+            EXIT WHEN NOT FOUND;
+            fetched := fetched || row_id;
+        END LOOP;
+        CLOSE c;
+        page := prepared_page_asc('ORG_A', r.f, '01JX', 25);
+        PERFORM set_config('alerts.custom_scan', 'off', true);
+        want_fetched := ARRAY(SELECT id FROM alerts WHERE organisation_id = 'ORG_B' AND attribute_values @> r.f ORDER BY id LIMIT 300);
+        want_page := ARRAY(SELECT id FROM alerts WHERE organisation_id = 'ORG_A' AND attribute_values @> r.f AND id > '01JX' ORDER BY id LIMIT 25);
+        PERFORM set_config('alerts.custom_scan', 'on', true);
+        done := done + 1;
+        ok := ok + (fetched IS NOT DISTINCT FROM want_fetched AND page IS NOT DISTINCT FROM want_page)::int;
+    END LOOP;
+    RETURN QUERY SELECT done::bigint, ok::bigint;
+END $$;
+SELECT * FROM ascending_runs();
 
 -- Row-level security: the policy's quals still hold on every row.
 CREATE ROLE plain_reader;
@@ -265,6 +339,7 @@ CREATE POLICY plain_prod ON alerts TO plain_reader USING (attribute_values ->> '
 SET ROLE plain_reader;
 SELECT plain_same('SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', 'ORG_A', '{"team": "T1"}');
 SELECT plain_same('SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', 'ORG_A', '{"env": "staging"}');
+SELECT plain_same('SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id ASC LIMIT 50', 'ORG_A', '{"team": "T1"}');
 SELECT count(*) = 0 AS policy_held FROM (SELECT * FROM alerts WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T1"}' ORDER BY id DESC LIMIT 200) p
 WHERE attribute_values ->> 'env' <> 'prod' OR priority_id = 2;
 RESET ROLE;
@@ -276,6 +351,7 @@ DROP ROLE plain_reader;
 -- A view over the table.
 CREATE VIEW alerts_recent AS SELECT id, organisation_id, priority_id, attribute_values FROM alerts WHERE priority_id > 1;
 SELECT plain_same('SELECT id FROM alerts_recent WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', 'ORG_A', '{"team": "T1"}');
+SELECT plain_same('SELECT id FROM alerts_recent WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id ASC LIMIT 50', 'ORG_A', '{"team": "T1"}');
 DROP VIEW alerts_recent;
 
 -- Ids that repeat (no unique index on them) and ids that are not ULIDs
@@ -293,12 +369,35 @@ CREATE FUNCTION odd_pages(f jsonb, lim int) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
     q text := 'SELECT id FROM odd WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT $4';
 BEGIN
-    RETURN plain_same(q, 'ORG_C', f, '8', lim);
+    RETURN plain_same(q, 'ORG_C', f, '8', lim) || '; ascending: '
+        || plain_same(replace(q, 'DESC', 'ASC'), 'ORG_C', f, '8', lim);
 END $$;
 SELECT f, lim, odd_pages(f::jsonb, lim)
 FROM unnest(ARRAY['{"env": "prod"}', '{"team": "T0"}', '{"team": "T0", "env": "prod"}', '{}']) f, unnest(ARRAY[3, 50, 100000]) lim
 ORDER BY f, lim;
 SELECT plain_same('SELECT id FROM odd WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 ORDER BY id DESC', 'ORG_C', '{"env": "prod"}', '01JV');
+SELECT plain_same('SELECT id FROM odd WHERE organisation_id = $1 AND attribute_values @> $2 AND id > $3 ORDER BY id ASC', 'ORG_C', '{"env": "prod"}', '01JV');
+-- the tenant keys oldest first among ids that repeat or are not ULIDs
+CREATE INDEX odd_keys ON odd USING gin (alerts_keys(organisation_id, id, attribute_values));
+SELECT plain_same('SELECT id FROM odd WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id ASC LIMIT 40', 'ORG_C', '{"team": "T0", "env": "prod"}');
+SELECT plain_same('SELECT id FROM odd WHERE organisation_id = $1 AND attribute_values @> $2 AND id > $3 ORDER BY id ASC LIMIT 40', 'ORG_C', '{"rare": "needle"}', '0');
+
+-- An id column that may be NULL: a row without an id matches and sorts
+-- first (DESC) or last (ASC); the node is offered only with a bound on id,
+-- which such a row fails.
+CREATE TABLE nid (LIKE alerts INCLUDING DEFAULTS);
+ALTER TABLE nid ALTER COLUMN id DROP NOT NULL;
+INSERT INTO nid SELECT * FROM alerts WHERE organisation_id = 'ORG_C' ORDER BY id LIMIT 500;
+INSERT INTO nid (id, organisation_id, created_at, priority_id, attribute_values) VALUES (NULL, 'ORG_C', now(), 1, '{"team": "T1"}');
+CALL alerts_enable('nid');
+SELECT alerts_index_command('nid') \gexec
+ANALYZE nid;
+SELECT shape, plain_same(q, 'ORG_C', '{"team": "T1"}', '01K') AS result FROM (VALUES
+    ('newest first', 'SELECT coalesce(id, ''NULL'') FROM nid WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 5'),
+    ('oldest first', 'SELECT coalesce(id, ''NULL'') FROM nid WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id LIMIT 500'),
+    ('below a bound', 'SELECT coalesce(id, ''NULL'') FROM nid WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 ORDER BY id DESC LIMIT 5')
+) s(shape, q);
+DROP TABLE nid;
 
 -- Partitioned tables: the node on each partition, merged in id order.
 CREATE TABLE pp (LIKE alerts INCLUDING DEFAULTS, PRIMARY KEY (id, created_at)) PARTITION BY RANGE (created_at);
@@ -319,6 +418,11 @@ SELECT id FROM pp WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"tea
 EXPLAIN (COSTS OFF)
 SELECT id FROM pq WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T1"}' ORDER BY id DESC LIMIT 50;
 SELECT t, f, plain_same(format('SELECT id FROM %s WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 ORDER BY id DESC LIMIT $4', t), 'ORG_B', f::jsonb, '01K0', 120)
+FROM unnest(ARRAY['pp', 'pq']) t, unnest(ARRAY['{"team": "T1"}', '{"env": "prod", "sev": 3}', '{"rare": "needle"}']) f
+ORDER BY t, f;
+EXPLAIN (COSTS OFF)
+SELECT id FROM pq WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T1"}' ORDER BY id LIMIT 50;
+SELECT t, f, plain_same(format('SELECT id FROM %s WHERE organisation_id = $1 AND attribute_values @> $2 AND id > $3 ORDER BY id ASC LIMIT $4', t), 'ORG_B', f::jsonb, '01JX', 120)
 FROM unnest(ARRAY['pp', 'pq']) t, unnest(ARRAY['{"team": "T1"}', '{"env": "prod", "sev": 3}', '{"rare": "needle"}']) f
 ORDER BY t, f;
 
