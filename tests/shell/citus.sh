@@ -251,6 +251,17 @@ EXECUTE p('$org', '{\"env\": \"staging\"}', 20); EXECUTE p('$org', '{\"env\": \"
   [ -n "$got" ] && [ "$got" = "$want" ] || fail "prepared statement, 6th generic execution for $org: rows differ from the exact filter"
 done
 echo "  a prepared statement on generic plans (6 executions, 3 tenants): exact, the node in the task's plan"
+# oldest first (ORDER BY id ASC): the worker's node reads the shard upward
+for org in org1 org4; do
+  q="SELECT id FROM alerts WHERE organisation_id = '$org' AND attribute_values @> '{\"env\": \"staging\"}' ORDER BY id LIMIT 30"
+  asc_plan=$(at "$C" -c "EXPLAIN (COSTS OFF) $q")
+  grep -q "Order: oldest first" <<<"$asc_plan" || fail "oldest first through the coordinator: no node reading upward in the task's plan: $asc_plan"
+  got=$(at "$C" -c "$q")
+  want=$(at "$C" -c "SELECT id FROM (SELECT id FROM alerts WHERE organisation_id = '$org' AND attribute_values @> '{\"env\": \"staging\"}' OFFSET 0) x
+                     ORDER BY id LIMIT 30")
+  [ -n "$got" ] && [ "$got" = "$want" ] || fail "oldest first through the coordinator for $org: rows differ from the exact filter"
+done
+echo "  oldest first (ORDER BY id ASC, 2 tenants): exact, the node reading upward in the task's plan"
 
 # One routed statement per call: Citus logs every command it sends to a
 # worker; a call sends one, whatever the walk does on the worker, alone or
