@@ -176,17 +176,7 @@ unsafe fn by_keys(
             if !walker.keys_rows(&arrays, lower, range_upper, page) {
                 // The keys index could not answer the range exactly (a
                 // lossy bitmap): the planner's statement reads it.
-                page.add(call.execute_nullable(
-                    st.oldest_page,
-                    &[
-                        Some(call.org),
-                        Some(lower.0),
-                        Some(Datum::from(lower.1)),
-                        Some(call.filter),
-                        Some(Datum::from(page.want)),
-                        range_upper,
-                    ],
-                ));
+                by_statement(st, call, lower, range_upper, page);
             }
             if page.is_full() || end == hi {
                 return;
@@ -217,7 +207,22 @@ pub unsafe fn planned(st: &Statements, call: &Call, page: &mut Page) {
         return;
     }
     trace::page_starts(Route::Planned);
-    let lower = window_lower(call);
+    // SAFETY: as the caller's.
+    unsafe { by_statement(st, call, window_lower(call), ascending(call).upper, page) };
+}
+
+/// The rows of the range above `lower` and below `upper` (when there is
+/// one), oldest first, by the planner's statement.
+///
+/// # Safety
+/// As [`planned`].
+unsafe fn by_statement(
+    st: &Statements,
+    call: &Call,
+    lower: Lower,
+    upper: Option<Datum>,
+    page: &mut Page,
+) {
     // SAFETY: as the caller's.
     unsafe {
         page.add(call.execute_nullable(
@@ -228,7 +233,7 @@ pub unsafe fn planned(st: &Statements, call: &Call, page: &mut Page) {
                 Some(Datum::from(lower.1)),
                 Some(call.filter),
                 Some(Datum::from(page.want)),
-                ascending(call).upper,
+                upper,
             ],
         ));
     }

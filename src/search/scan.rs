@@ -809,6 +809,28 @@ impl<'a> IndexWalk<'a> {
                 None => self.keys[2] = self.keys[1],
             }
             let mut keys = std::mem::replace(&mut self.keys, saved);
+            // the walk's own direction reads oldest first when it is ascending
+            let direction = if oldest == self.ascending {
+                self.direction
+            } else {
+                -self.direction
+            };
+            self.first_entry(&mut keys, direction)
+        }
+    }
+
+    /// The id of the first entry a second scan with `keys` reads in
+    /// `direction`, visible or not; the walk's own scan keeps its place.
+    ///
+    /// # Safety
+    /// The relations are open; `keys` are three keys of this index.
+    unsafe fn first_entry(
+        &self,
+        keys: &mut [pg_sys::ScanKeyData; 3],
+        direction: pg_sys::ScanDirection::Type,
+    ) -> Option<Vec<u8>> {
+        // SAFETY: as the caller's; the scan is ended here.
+        unsafe {
             let scan = crate::compat::index_beginscan(
                 self.heap,
                 self.index,
@@ -817,12 +839,6 @@ impl<'a> IndexWalk<'a> {
             );
             (*scan).xs_want_itup = true;
             pg_sys::index_rescan(scan, keys.as_mut_ptr(), 3, std::ptr::null_mut(), 0);
-            // the walk's own direction reads oldest first when it is ascending
-            let direction = if oldest == self.ascending {
-                self.direction
-            } else {
-                -self.direction
-            };
             let id = (!pg_sys::index_getnext_tid(scan, direction).is_null()).then(|| {
                 let natts = (*(*self.index).rd_rel).relnatts as usize;
                 let mut values = vec![Datum::from(0usize); natts];
@@ -915,27 +931,12 @@ impl Walk for IndexWalk<'_> {
             let mut keys = self.keys;
             self.key(2, 2, pg_sys::BTLessStrategyNumber, upper);
             std::mem::swap(&mut keys, &mut self.keys);
-            let scan = crate::compat::index_beginscan(
-                self.heap,
-                self.index,
-                pg_sys::GetActiveSnapshot(),
-                3,
-            );
-            (*scan).xs_want_itup = true;
-            pg_sys::index_rescan(scan, keys.as_mut_ptr(), 3, std::ptr::null_mut(), 0);
             let direction = if newest {
                 self.direction
             } else {
                 -self.direction
             };
-            let id = (!pg_sys::index_getnext_tid(scan, direction).is_null()).then(|| {
-                let natts = (*(*self.index).rd_rel).relnatts as usize;
-                let mut values = vec![Datum::from(0usize); natts];
-                let mut nulls = vec![false; natts];
-                deform_entry(scan, &mut values, &mut nulls).to_vec()
-            });
-            pg_sys::index_endscan(scan);
-            id
+            self.first_entry(&mut keys, direction)
         }
     }
 }
