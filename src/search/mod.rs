@@ -514,20 +514,6 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
                     && scan::plain_read(args.relid) && (source == args.relid || scan::plain_read(source))
             });
             match direct {
-                Some(layout) if call.ascending.is_some() => {
-                    let mut walker = scan::IndexWalk::begin(
-                        source,
-                        args.relid,
-                        layout,
-                        &call,
-                        args.columns.as_ref().map(|(_, c)| c),
-                    );
-                    oldest::fill(&mut table.statements, &call, &mut walker, page);
-                    walker.end();
-                }
-                None if call.ascending.is_some() => {
-                    oldest::planned(&table.statements, &call, page);
-                }
                 Some(layout) => {
                     let mut walker = scan::IndexWalk::begin(
                         source,
@@ -536,8 +522,15 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
                         &call,
                         args.columns.as_ref().map(|(_, c)| c),
                     );
-                    walk::fill(&mut table.statements, &mut table.routes, &call, &mut walker, page);
+                    if call.ascending.is_some() {
+                        oldest::fill(&mut table.statements, &call, &mut walker, page);
+                    } else {
+                        walk::fill(&mut table.statements, &mut table.routes, &call, &mut walker, page);
+                    }
                     walker.end();
+                }
+                None if call.ascending.is_some() => {
+                    oldest::planned(&table.statements, &call, page);
                 }
                 None => {
                     let mut walker = walk::StatementWalk::new(&table.statements, &call);
