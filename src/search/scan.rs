@@ -309,8 +309,11 @@ pub struct IndexWalk<'a> {
     /// is none, the answer of `end_id('8', newest)` without a second scan.
     below_eight: Option<Option<Vec<u8>>>,
     done: bool,
+    /// The scan stands on an entry it returned that `read` has not read
+    /// yet: a chunk ended before it, on a whole id (see `read`).
+    pending: bool,
     /// The last id read so far: ids beyond it (below it newest first, above
-    /// it oldest first) are unread.
+    /// it oldest first) are unread, and so is no entry of it.
     smallest: Vec<u8>,
     /// The page is read oldest first (`ORDER BY id ASC`).
     ascending: bool,
@@ -387,6 +390,7 @@ impl<'a> IndexWalk<'a> {
                 open_top: false,
                 below_eight: None,
                 done: false,
+                pending: false,
                 smallest: Vec::new(),
                 ascending: call.ascending.is_some(),
             };
@@ -438,6 +442,7 @@ impl<'a> IndexWalk<'a> {
             pg_sys::index_rescan(self.scan, keys.as_mut_ptr(), 3, std::ptr::null_mut(), 0);
         }
         self.done = false;
+        self.pending = false;
         self.started = true;
     }
 
@@ -445,6 +450,14 @@ impl<'a> IndexWalk<'a> {
     /// the scan ends (or, with `stop_at_eight`, the first id below '8',
     /// kept in `below_eight` and not read); returns the entries read, the
     /// matches added and the ULID time the entries spanned.
+    ///
+    /// A chunk ends on a whole id: past `limit`, the entries of the last id
+    /// read are read too, and the first entry of another id is left for the
+    /// next `read` (`pending`). The rare paths read beyond the cursor, and
+    /// one id may have several entries: a row updated with its bitmap
+    /// changed keeps its old version's entry until VACUUM, next to the new
+    /// one (and ids may repeat). A chunk that ended between them lost the
+    /// row.
     unsafe fn read(&mut self, page: &mut Page, limit: Option<i64>, stop_at_eight: bool) -> Walked {
         let mut walked = Walked::default();
         let mut newest: Option<Vec<u8>> = None;
@@ -454,9 +467,12 @@ impl<'a> IndexWalk<'a> {
         // SAFETY: index tuples are read before the next call moves the scan;
         // heap values are read from the slot the scan filled.
         unsafe {
-            while !page.is_full() && limit.is_none_or(|l| walked.entries < l) {
+            while !page.is_full() {
                 pgrx::check_for_interrupts!();
-                if pg_sys::index_getnext_tid(self.scan, self.direction).is_null() {
+                if self.pending {
+                    // the scan still stands on it
+                    self.pending = false;
+                } else if pg_sys::index_getnext_tid(self.scan, self.direction).is_null() {
                     self.done = true;
                     if stop_at_eight {
                         self.below_eight = Some(None);
@@ -469,6 +485,19 @@ impl<'a> IndexWalk<'a> {
                     // again (see `above`).
                     self.below_eight = Some(Some(id.to_vec()));
                     break;
+                }
+                if limit.is_some_and(|l| walked.entries >= l)
+                    && (walked.entries == 0
+                        || !compare(id, &self.smallest, self.layout.id_collation).is_eq())
+                {
+                    self.pending = true;
+                    break;
+                }
+                if limit == Some(walked.entries + 1) {
+                    // the chunk's last entry: where it ends, if no entry of
+                    // the same id follows
+                    self.smallest.clear();
+                    self.smallest.extend_from_slice(id);
                 }
                 walked.entries += 1;
                 if newest.is_none() {
@@ -488,7 +517,7 @@ impl<'a> IndexWalk<'a> {
             }
             // Where the walk stands: the last entry read (still the scan's
             // current tuple, whose id the deformed values point into).
-            if walked.entries > 0 && !self.done && !stop_at_eight {
+            if walked.entries > 0 && !self.done && !stop_at_eight && !self.pending {
                 self.smallest.clear();
                 self.smallest
                     .extend_from_slice(crate::datum::varlena_bytes(values[1]));

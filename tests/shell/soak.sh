@@ -30,7 +30,7 @@ PY
   done; echo "$n" > "$out/copies" ) &
 copier=$!
 
-"$PG_BINDIR/pgbench" -n -c 8 -j 2 -T "$secs" -d "$db" \
+"$PG_BINDIR/pgbench" -n -c 8 -j 2 -T "$secs" "$db" \
   -f "$dir/insert.sql@5" -f "$dir/update.sql@2" -f "$dir/delete.sql@1" -f "$dir/search.sql@3" \
   > "$out/pgbench.txt" 2>&1 || { cat "$out/pgbench.txt"; fail "pgbench reported errors"; }
 wait "$copier" || fail "the COPY client failed"
