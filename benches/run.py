@@ -3,7 +3,7 @@
 all methods return the same rows, times every scenario with pgbench and
 prints a table, in one run so that ratios are comparable.
 
-    python3 benches/run.py --size smoke|full|xl [--seconds S] [--out DIR]
+    python3 benches/run.py --size smoke|full|xl [--seconds S] [--rounds R] [--out DIR]
                            [--layout plain|by-created|by-id] [--citus] [--cold] [--mixed]
 
 Runs on whichever server PGHOST/PGPORT name (`bash benches/run.sh --pg 18`
@@ -366,6 +366,13 @@ def pgbench(db, m, sql, seconds, mode, clients, workdir, transactions=None, port
     """Runs one cell: for `seconds` (-T), or `transactions` per client (-t).
     `sql` is one statement, or a list of them picked at random per
     transaction (a mixed load)."""
+    lat, rate = pgbench_raw(db, m, sql, seconds, mode, clients, workdir, transactions, port)
+    return summary(lat, rate)
+
+
+def pgbench_raw(db, m, sql, seconds, mode, clients, workdir, transactions=None, port=None):
+    """One pgbench run: every transaction's latency (ms) from its -l log,
+    and the run's rate (transactions/s)."""
     scripts = []
     for i, q in enumerate([sql] if isinstance(sql, str) else sql):
         scripts += ["-f", str(workdir / f"q{i}.sql")]
@@ -386,20 +393,41 @@ def pgbench(db, m, sql, seconds, mode, clients, workdir, transactions=None, port
             f = line.split()
             if len(f) >= 3:
                 lat.append(int(f[2]) / 1000.0)  # microseconds -> ms
-    lat.sort()
-
-    def pct(q):
-        return lat[min(len(lat) - 1, int(q * len(lat)))] if lat else float("nan")
-
-    elapsed = seconds
     if transactions:
         # pgbench's own summary line gives the run's rate.
         tps = [line for line in res.stdout.splitlines() if line.startswith("tps")]
         rate = float(tps[0].split()[2]) if tps else float("nan")
     else:
-        rate = len(lat) / elapsed
+        rate = len(lat) / seconds
+    return lat, rate
+
+
+def summary(lat, rate):
+    """Percentiles of pooled latencies (ms)."""
+    lat = sorted(lat)
+
+    def pct(q):
+        return lat[min(len(lat) - 1, int(q * len(lat)))] if lat else float("nan")
+
     return dict(n=len(lat), tps=rate, p50=pct(0.50), p95=pct(0.95), p99=pct(0.99),
                 mean=statistics.fmean(lat) if lat else float("nan"))
+
+
+def timed_cell(db, runs, seconds, mode, workdir, transactions, rounds):
+    """Times the methods of one cell: `runs` is [(method, sql)]. With
+    `rounds` > 1 the methods take turns, each for `seconds` per round (the
+    order rotating from round to round), and each method's latencies are
+    pooled over its rounds, so that a noisy stretch of the machine falls on
+    every method alike instead of on whichever ran then."""
+    lat = {m: [] for m, _ in runs}
+    rates = {m: [] for m, _ in runs}
+    for r in range(rounds):
+        turn = runs[r % len(runs):] + runs[:r % len(runs)]
+        for m, sql in turn:
+            l, rate = pgbench_raw(db, m, sql, seconds, mode, 1, workdir, transactions)
+            lat[m] += l
+            rates[m].append(rate)
+    return {m: summary(lat[m], statistics.fmean(rates[m])) for m, _ in runs}
 
 
 # --- write path -------------------------------------------------------------------
@@ -546,6 +574,9 @@ def main():
     ap.add_argument("--write-seconds", type=float, default=None)
     ap.add_argument("--transactions", type=int, default=None,
                     help="pgbench -t per read cell instead of -T (default 30 for smoke)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="the methods of a cell take turns this many times, --seconds each per round, and "
+                         "each method's latencies are pooled over its rounds (machine noise falls on all alike)")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--layout", choices=LAYOUTS, default="plain",
                     help="plain table, or the same rows in 13 monthly partitions (by created_at or by id); "
@@ -616,6 +647,7 @@ def main():
             want = want[(s["page"] - 1) * s["limit"]:]
         want_ids = [r[0] for r in want[: s["limit"]]]
         print(f"== {s['name']}: {len(want)} matches in window, page of {len(want_ids)}", flush=True)
+        runs = []
         for m in [x for x in METHODS if x in methods]:
             sql = method_sql(m, s, db)
             if sql is None:
@@ -626,9 +658,11 @@ def main():
                 failures.append((s["name"], m, len(got), len(want_ids)))
                 print(f"  {m}: WRONG ROWS ({len(got)} rows, expected {len(want_ids)})")
                 continue
-            modes = ["prepared", "simple"] if s["core"] else ["prepared"]
-            for mode in modes:
-                r = pgbench(db, m, sql, seconds, mode, 1, work, args.transactions)
+            runs.append((m, sql))
+        for mode in (["prepared", "simple"] if s["core"] else ["prepared"]):
+            cell = timed_cell(db, runs, seconds, mode, work, args.transactions, args.rounds)
+            for m, _ in runs:
+                r = cell[m]
                 results.append(dict(scenario=s["name"], tenant=s["tenant"], method=m, mode=mode,
                                     matches=len(want), **r))
                 print(f"  {m:10s} {mode:8s} p50 {r['p50']:9.3f}  p95 {r['p95']:9.3f}  p99 {r['p99']:9.3f} ms  "
@@ -642,7 +676,7 @@ def main():
     sz = sizes(db) if not layout else layout_sizes(db, table)
     shutil.rmtree(work, ignore_errors=True)
 
-    meta = dict(size=args.size, layout=args.layout, anchor=anchor, seconds_per_cell=seconds, transactions_per_cell=args.transactions,
+    meta = dict(size=args.size, layout=args.layout, anchor=anchor, seconds_per_cell=seconds, rounds=args.rounds, transactions_per_cell=args.transactions,
                 cpu=os.cpu_count(),
                 postgres=psql(db, "SHOW server_version")[0][0], unavailable=unavailable,
                 shared_buffers=psql(db, "SHOW shared_buffers")[0][0])
@@ -696,6 +730,7 @@ def write_table(results, writes, sz, meta, path):
     lines = [f"Size `{meta['size']}`{where}, PostgreSQL {meta['postgres']}, {meta['cpu']} cores, shared_buffers "
              f"{meta['shared_buffers']}, pgbench "
              + (f"-t {meta['transactions_per_cell']}" if meta.get("transactions_per_cell") else f"-T {meta['seconds_per_cell']}")
+             + (f" x {meta['rounds']} rounds (methods taking turns, latencies pooled)" if meta.get("rounds", 1) > 1 else "")
              + " per cell, 1 client, -M prepared. "
              "p95 in ms; in brackets the ratio to planner-chosen GIN (below 1 is faster than GIN).", ""]
     scen = []
