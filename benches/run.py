@@ -416,18 +416,24 @@ def summary(lat, rate):
 def timed_cell(db, runs, seconds, mode, workdir, transactions, rounds):
     """Times the methods of one cell: `runs` is [(method, sql)]. With
     `rounds` > 1 the methods take turns, each for `seconds` per round (the
-    order rotating from round to round), and each method's latencies are
-    pooled over its rounds, so that a noisy stretch of the machine falls on
-    every method alike instead of on whichever ran then."""
-    lat = {m: [] for m, _ in runs}
-    rates = {m: [] for m, _ in runs}
+    order rotating from round to round), and each percentile is the median
+    of the method's rounds' percentiles: this machine has episodes of a
+    fraction of a second where every call is slower (both methods alike,
+    whichever runs then), and in latencies pooled over rounds the p95 of a
+    method followed how many episodes fell on its turns (1.75x between two
+    runs of the same code); the median round is the typical one."""
+    per = {m: [] for m, _ in runs}
     for r in range(rounds):
         turn = runs[r % len(runs):] + runs[:r % len(runs)]
         for m, sql in turn:
-            l, rate = pgbench_raw(db, m, sql, seconds, mode, 1, workdir, transactions)
-            lat[m] += l
-            rates[m].append(rate)
-    return {m: summary(lat[m], statistics.fmean(rates[m])) for m, _ in runs}
+            lat, rate = pgbench_raw(db, m, sql, seconds, mode, 1, workdir, transactions)
+            per[m].append(summary(lat, rate))
+    out = {}
+    for m, _ in runs:
+        rs = per[m]
+        out[m] = {k: statistics.median(r[k] for r in rs) for k in ("tps", "p50", "p95", "p99", "mean")}
+        out[m]["n"] = sum(r["n"] for r in rs)
+    return out
 
 
 # --- write path -------------------------------------------------------------------
@@ -575,8 +581,8 @@ def main():
     ap.add_argument("--transactions", type=int, default=None,
                     help="pgbench -t per read cell instead of -T (default 30 for smoke)")
     ap.add_argument("--rounds", type=int, default=1,
-                    help="the methods of a cell take turns this many times, --seconds each per round, and "
-                         "each method's latencies are pooled over its rounds (machine noise falls on all alike)")
+                    help="the methods of a cell take turns this many times, --seconds each per round; each "
+                         "percentile is the median of the method's rounds' (noise episodes fall on all alike)")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--layout", choices=LAYOUTS, default="plain",
                     help="plain table, or the same rows in 13 monthly partitions (by created_at or by id); "
@@ -730,7 +736,7 @@ def write_table(results, writes, sz, meta, path):
     lines = [f"Size `{meta['size']}`{where}, PostgreSQL {meta['postgres']}, {meta['cpu']} cores, shared_buffers "
              f"{meta['shared_buffers']}, pgbench "
              + (f"-t {meta['transactions_per_cell']}" if meta.get("transactions_per_cell") else f"-T {meta['seconds_per_cell']}")
-             + (f" x {meta['rounds']} rounds (methods taking turns, latencies pooled)" if meta.get("rounds", 1) > 1 else "")
+             + (f" x {meta['rounds']} rounds (methods taking turns; percentiles: the median round's)" if meta.get("rounds", 1) > 1 else "")
              + " per cell, 1 client, -M prepared. "
              "p95 in ms; in brackets the ratio to planner-chosen GIN (below 1 is faster than GIN).", ""]
     scen = []
