@@ -7,6 +7,7 @@ DO $$
 DECLARE
     cur text;
     page text[];
+    plain text[];
     oracle text[];
     f jsonb;
 BEGIN
@@ -16,11 +17,23 @@ BEGIN
         cur := NULL;
         FOR p IN 1..4 LOOP
             BEGIN
+                -- alerts_search, the plain query (the custom scan once the
+                -- library is loaded) and an oracle the node cannot take (its
+                -- scan fenced from the ORDER BY by OFFSET 0)
                 SELECT array(SELECT id FROM alerts_search(NULL::p_time, 'ORG_A', f, '-infinity', cur, 200)),
                        array(SELECT id FROM p_time WHERE organisation_id = 'ORG_A' AND attribute_values @> f
-                               AND id < coalesce(cur, '8') ORDER BY id DESC LIMIT 200)
-                INTO page, oracle;
-                INSERT INTO searcher_log (ok) VALUES (page = oracle);
+                               AND id < coalesce(cur, '8') ORDER BY id DESC LIMIT 200),
+                       array(SELECT id FROM (SELECT id FROM p_time WHERE organisation_id = 'ORG_A' AND attribute_values @> f
+                               AND id < coalesce(cur, '8') OFFSET 0) o ORDER BY id DESC LIMIT 200)
+                INTO page, plain, oracle;
+                INSERT INTO searcher_log (ok, error) VALUES (page = oracle AND plain = oracle,
+                    CASE WHEN page IS DISTINCT FROM oracle OR plain IS DISTINCT FROM oracle THEN
+                        format('wrong page (filter %s, below %s): alerts_search %s rows, missing %s, extra %s; plain %s rows, missing %s, extra %s; oracle %s rows',
+                               f, cur, cardinality(page),
+                               array(SELECT unnest(oracle) EXCEPT SELECT unnest(page)), array(SELECT unnest(page) EXCEPT SELECT unnest(oracle)),
+                               cardinality(plain),
+                               array(SELECT unnest(oracle) EXCEPT SELECT unnest(plain)), array(SELECT unnest(plain) EXCEPT SELECT unnest(oracle)),
+                               cardinality(oracle)) END);
                 cur := page[200];
             EXCEPTION WHEN OTHERS THEN
                 INSERT INTO searcher_log (ok, error) VALUES (true, SQLERRM);

@@ -233,7 +233,7 @@ DO $$ BEGIN
     FOR i IN 1..600 LOOP EXIT WHEN EXISTS (SELECT 1 FROM searcher_done); PERFORM pg_sleep(0.05); END LOOP;
 END $$;
 SELECT count(*) >= 10 AS searched, count(*) FILTER (WHERE NOT ok) AS wrong_pages,
-       count(*) FILTER (WHERE error IS NOT NULL) AS errors, min(error) AS first_error
+       count(*) FILTER (WHERE ok AND error IS NOT NULL) AS errors, min(error) AS first_error
 FROM searcher_log;
 SELECT count(*) AS searcher_finished FROM searcher_done;
 
