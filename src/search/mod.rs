@@ -12,6 +12,8 @@
 //! - `probe.rs`: the statement walk's per-entry bloom test and what it
 //!   counts;
 //! - `rare.rs`: the tenant-keys, GIN and unbounded-walk paths;
+//! - `partitions.rs`: one partition set for a call's statements on a
+//!   partitioned table;
 //! - `oldest.rs`: pages oldest first (`ORDER BY id ASC`, for the custom
 //!   scan): the same walk and rare paths read the other way;
 //! - `routes.rs`: the session's memory of filters found rare;
@@ -28,6 +30,7 @@
 mod citus;
 mod indexes;
 mod oldest;
+mod partitions;
 mod probe;
 mod rare;
 mod routes;
@@ -533,8 +536,23 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
                     oldest::planned(&table.statements, &call, page);
                 }
                 None => {
-                    let mut walker = walk::StatementWalk::new(&table.statements, &call);
-                    walk::fill(&mut table.statements, &mut table.routes, &call, &mut walker, page);
+                    // several statements: on a partitioned table, all of
+                    // them on one partition set (`partitions.rs`)
+                    let page = std::cell::RefCell::new(page);
+                    partitions::consistent(
+                        source,
+                        || {
+                            let mut walker = walk::StatementWalk::new(&table.statements, &call);
+                            walk::fill(
+                                &mut table.statements,
+                                &mut table.routes,
+                                &call,
+                                &mut walker,
+                                &mut page.borrow_mut(),
+                            );
+                        },
+                        || page.borrow_mut().clear(),
+                    );
                 }
             }
         });

@@ -322,6 +322,16 @@ impl Page {
         !self.is_full()
     }
 
+    /// Empties the page, to be read again.
+    pub fn clear(&mut self) {
+        match &mut self.sink {
+            // SAFETY: the store is live for the call.
+            Sink::Store(store) => unsafe { pg_sys::tuplestore_clear(*store) },
+            Sink::Rows(rows, _) => rows.clear(),
+        }
+        self.want = self.size;
+    }
+
     /// The page's rows, in the memory of the caller of `SPI_connect`.
     pub fn into_rows(self) -> Vec<Datum> {
         let Sink::Rows(rows, _) = self.sink else {

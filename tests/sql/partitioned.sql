@@ -203,6 +203,13 @@ DROP TABLE enabled_alone;
 -- after each, while this session detaches and drops the oldest months
 -- (once CONCURRENTLY) and attaches a new one.
 CREATE TABLE searcher_log (at timestamptz DEFAULT clock_timestamp(), ok boolean, error text);
+-- Bumped in the transaction of each ATTACH: a statement planned before an
+-- ATTACH commits reads the old partitions to its end, one planned after it
+-- the new, so a check whose statement overlapped an ATTACH compares two
+-- different tables and is not judged (the call's own consistency across an
+-- ATTACH is tested below, with p_gate).
+CREATE TABLE partitions_attached (n int);
+INSERT INTO partitions_attached VALUES (0);
 CREATE TABLE searcher_stop (stop boolean);
 CREATE TABLE searcher_done (done boolean);
 \setenv PGDATABASE :DBNAME
@@ -218,7 +225,10 @@ CREATE TABLE p_time_2026_02 (LIKE p_time INCLUDING DEFAULTS);
 INSERT INTO p_time_2026_02 (id, organisation_id, created_at, priority_id, attribute_values)
 SELECT alerts_ulid(t), 'ORG_A', t, 1, jsonb_build_object('env', 'prod', 'month', 'feb')
 FROM generate_series(1, 300) g, LATERAL (SELECT timestamptz '2026-02-01' + g * interval '1 hour' AS t) x;
+BEGIN;
 ALTER TABLE p_time ATTACH PARTITION p_time_2026_02 FOR VALUES FROM ('2026-02-01') TO ('2026-03-01');
+UPDATE partitions_attached SET n = n + 1;
+COMMIT;
 CALL alerts_enable('p_time_2026_02');
 ALTER TABLE p_time DETACH PARTITION p_time_2025_02 CONCURRENTLY;
 DROP TABLE p_time_2025_02;
@@ -236,6 +246,55 @@ SELECT count(*) >= 10 AS searched, count(*) FILTER (WHERE NOT ok) AS wrong_pages
        count(*) FILTER (WHERE ok AND error IS NOT NULL) AS errors, min(error) AS first_error
 FROM searcher_log;
 SELECT count(*) AS searcher_finished FROM searcher_done;
+
+-- A partition attached while a call runs. ATTACH takes only SHARE UPDATE
+-- EXCLUSIVE on the parent, so it may commit between two of the statements
+-- a call runs; the page is then read again on the new partitions, never
+-- half on each. A second client (tests/clients/gate_searcher.sql) searches
+-- p_gate as a role under a policy whose check waits on an advisory lock
+-- this session holds: its first chunk (1000 entries of p_gate_1, about 20
+-- matches) waits while this session attaches p_gate_2, whose matches
+-- interleave with p_gate_1's; the page must be the newest 50 of both.
+CREATE TABLE p_gate (id text COLLATE "C" NOT NULL, organisation_id text COLLATE "C" NOT NULL, priority_id int NOT NULL,
+                     attribute_values jsonb NOT NULL DEFAULT '{}', PRIMARY KEY (id, priority_id)) PARTITION BY LIST (priority_id);
+CREATE TABLE p_gate_1 PARTITION OF p_gate FOR VALUES IN (1);
+CREATE TABLE p_gate_2 PARTITION OF p_gate FOR VALUES IN (2);
+INSERT INTO p_gate SELECT alerts_ulid(timestamptz '2025-06-01' + g * interval '1 minute'), 'ORG_A', 1 + g % 2,
+                          jsonb_build_object('env', CASE WHEN g % 25 = 0 THEN 'prod' ELSE 'dev' END)
+FROM generate_series(1, 20000) g;
+CALL alerts_enable('p_gate');
+SELECT alerts_index_command('p_gate') \gexec
+ALTER TABLE p_gate DETACH PARTITION p_gate_2;
+CREATE FUNCTION gate_wait() RETURNS boolean LANGUAGE plpgsql VOLATILE AS
+$$ BEGIN PERFORM pg_advisory_lock_shared(4242); PERFORM pg_advisory_unlock_shared(4242); RETURN true; END $$;
+ALTER TABLE p_gate ENABLE ROW LEVEL SECURITY;
+CREATE POLICY gate ON p_gate USING (gate_wait());
+CREATE TABLE gate_result (page text[]);
+CREATE ROLE regress_alerts_gate;
+GRANT SELECT ON p_gate TO regress_alerts_gate;
+GRANT INSERT ON gate_result TO regress_alerts_gate;
+SELECT pg_advisory_lock(4242) IS NOT NULL AS gate_closed;
+\! psql -X -q -f tests/clients/gate_searcher.sql >/dev/null 2>&1 &
+DO $$ BEGIN  -- until the search waits at the gate
+    FOR i IN 1..600 LOOP
+        EXIT WHEN EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted);
+        PERFORM pg_sleep(0.05);
+    END LOOP;
+END $$;
+SELECT count(*) AS searches_waiting FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted;
+ALTER TABLE p_gate ATTACH PARTITION p_gate_2 FOR VALUES IN (2);
+SELECT pg_advisory_unlock(4242) AS gate_opened;
+DO $$ BEGIN
+    FOR i IN 1..600 LOOP EXIT WHEN EXISTS (SELECT 1 FROM gate_result); PERFORM pg_sleep(0.05); END LOOP;
+END $$;
+SELECT cardinality(r.page) AS page_rows,
+       r.page = array(SELECT id FROM p_gate WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"env": "prod"}'
+                      ORDER BY id DESC LIMIT 50) AS page_on_both_partitions,
+       (SELECT count(*) FROM unnest(r.page) u(id) JOIN p_gate_2 USING (id)) AS from_attached
+FROM gate_result r;
+DROP TABLE p_gate, gate_result;
+DROP FUNCTION gate_wait();
+DROP ROLE regress_alerts_gate;
 
 -- Bad layouts and calls, each refused before any change.
 CREATE TABLE p_bad (id text NOT NULL, organisation_id text NOT NULL, attribute_values jsonb) PARTITION BY LIST (organisation_id);
@@ -271,5 +330,5 @@ DROP TABLE p_bad;
 DROP ROLE regress_alerts_part_owner, regress_alerts_part_other;
 DROP SERVER alerts_test_server;
 DROP FOREIGN DATA WRAPPER alerts_test_fdw;
-DROP TABLE p_time, p_id, p_two, searcher_log, searcher_stop, searcher_done, index_reads;
+DROP TABLE p_time, p_id, p_two, searcher_log, searcher_stop, searcher_done, partitions_attached, index_reads;
 DROP FUNCTION part_differential(regclass, text, int, jsonb, text);
