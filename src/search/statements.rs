@@ -21,16 +21,13 @@ const INT8: Oid = pg_sys::INT8OID;
 /// below it), `$4` the filter, `$5` rows wanted.
 pub struct Statements {
     /// One chunk of the walk: the newest `$6` index entries below the
-    /// cursor, bloom-tested from the index (index-only), the heap read only
-    /// for candidates, at most `$5` matches. The probe counts the entries
-    /// and keeps the smallest id: a full chunk's count is `$6` and its
-    /// smallest id is where the next chunk starts; fewer entries and a short
-    /// page mean the walk reached the end of the window, and what it found
-    /// is the answer.
+    /// cursor (and the rest of the last one's id), bloom-tested from the
+    /// index (index-only), the heap read only for candidates, at most `$5`
+    /// matches. The probe counts the entries and keeps the smallest id: a
+    /// full chunk's count is at least `$6` and its smallest id is where the
+    /// next chunk starts; fewer entries and a short page mean the walk
+    /// reached the end of the window, and what it found is the answer.
     pub walk: pg_sys::SPIPlanPtr,
-    /// The end of a chunk of `$4` entries by another walk, for a plan that
-    /// evaluated the probe on more entries than the chunk.
-    pub frontier: pg_sys::SPIPlanPtr,
     /// Rows of the window whose ids sort at or after '8' (no ULID does):
     /// read on first pages, before the ULIDs.
     pub above: pg_sys::SPIPlanPtr,
@@ -106,30 +103,32 @@ impl Statements {
             };
             let recheck = |columns| format!("CROSS JOIN LATERAL ({}) x", lookup(4, columns));
             let probe = format!("{s}.alerts_search_probe(c.id, c.attribute_values_bitmap, $4)");
+            // A chunk ends on a whole id (`WITH TIES`: the entries of an id
+            // that repeats, or of a row's old and new version, are never
+            // split between two chunks, since the next reads strictly below
+            // this one), and each id is looked up once (`DISTINCT`: the
+            // lookup returns every row of it). The probe runs above the
+            // chunk's LIMIT, on its entries and no others, so its count and
+            // smallest id are the chunk's.
             let walk = prepare(
                 &format!(
-                    "SELECT x.r FROM (SELECT c.id, {probe} AS maybe
-                                      FROM {t} c
-                                      WHERE c.organisation_id = $1 AND {window}
-                                      ORDER BY c.id DESC LIMIT $6) k
+                    "SELECT x.r FROM (SELECT DISTINCT e.id FROM (SELECT c.id, c.attribute_values_bitmap AS b
+                                                              FROM {t} c
+                                                              WHERE c.organisation_id = $1 AND {window}
+                                                              ORDER BY c.id DESC FETCH FIRST $6 ROWS WITH TIES) e
+                                      WHERE {s}.alerts_search_probe(e.id, e.b, $4)
+                                      ORDER BY e.id DESC) k
                      {}
-                     WHERE k.maybe ORDER BY k.id DESC LIMIT $5",
+                     ORDER BY k.id DESC LIMIT $5",
                     recheck(7)
                 ),
                 &[TEXT, TEXT, TEXT, JSONB, INT8, INT8, JSONB],
-            );
-            let frontier = prepare(
-                &format!(
-                    "SELECT min(k.id) FROM (SELECT c.id FROM {t} c WHERE c.organisation_id = $1 AND {window}
-                                            ORDER BY c.id DESC LIMIT $4) k"
-                ),
-                &[TEXT, TEXT, TEXT, INT8],
             );
             // `above` has no cursor: $3 is the filter, $4 the rows wanted, $5
             // the column filter.
             let above = prepare(
                 &format!(
-                    "SELECT x.r FROM (SELECT c.id FROM {t} c
+                    "SELECT x.r FROM (SELECT DISTINCT c.id FROM {t} c
                                       WHERE c.organisation_id = $1 AND c.id >= $2 AND c.id >= '8'
                                         AND {s}.alerts_search_probe(c.id, c.attribute_values_bitmap, $3)
                                       ORDER BY c.id DESC) k
@@ -141,7 +140,7 @@ impl Statements {
             );
             let rest = prepare(
                 &format!(
-                    "SELECT x.r FROM (SELECT c.id FROM {t} c
+                    "SELECT x.r FROM (SELECT DISTINCT c.id FROM {t} c
                                       WHERE c.organisation_id = $1 AND {window} AND {probe}
                                       ORDER BY c.id DESC) k
                      {}
@@ -211,7 +210,6 @@ impl Statements {
             };
             Statements {
                 walk,
-                frontier,
                 above,
                 rest,
                 gin,

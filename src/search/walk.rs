@@ -16,7 +16,7 @@ use alerts_core::walk::{first_chunk, leave_walk, next_chunk, remember_after_wind
 use pgrx::pg_sys::{self, Datum};
 
 use super::routes::{Key, Routes};
-use super::spi::{execute, first_id, first_value, Page};
+use super::spi::{first_id, Page};
 use super::statements::Statements;
 use super::trace::{self, Route};
 use super::{probe, rare, Call};
@@ -193,7 +193,6 @@ pub struct StatementWalk<'s> {
     above: pg_sys::SPIPlanPtr,
     walk: pg_sys::SPIPlanPtr,
     rest: pg_sys::SPIPlanPtr,
-    frontier: pg_sys::SPIPlanPtr,
     newest: pg_sys::SPIPlanPtr,
     oldest: pg_sys::SPIPlanPtr,
     call: &'s Call<'s>,
@@ -206,7 +205,6 @@ impl<'s> StatementWalk<'s> {
             above: st.above,
             walk: st.walk,
             rest: st.rest,
-            frontier: st.frontier,
             newest: st.newest,
             oldest: st.oldest,
             call,
@@ -256,27 +254,18 @@ impl Walk for StatementWalk<'_> {
                 ],
             );
             let hits = page.add(tt);
+            // the probe runs on the chunk's entries only: at least `chunk`
+            // of them (the last id read whole) unless the window ended
             let read = probe::entries();
-            let mut walked = Walked {
-                entries: read.min(chunk),
+            let walked = Walked {
+                entries: read,
                 hits,
                 span_ms: probe::span_ms(),
                 end: read < chunk,
             };
-            if page.is_full() || walked.end {
-                return walked;
+            if !page.is_full() && !walked.end {
+                self.cursor = Some(probe::smallest_id());
             }
-            // A plan may evaluate the probe on more entries than the chunk:
-            // then another statement tells where the chunk ended.
-            self.cursor = if read == chunk {
-                Some(probe::smallest_id())
-            } else {
-                first_value(execute(
-                    self.frontier,
-                    &[c.org, c.floor, cursor, Datum::from(chunk)],
-                ))
-            };
-            walked.end = self.cursor.is_none();
             walked
         }
     }
