@@ -467,48 +467,68 @@ WRITE_VARIANTS = {
 }
 
 
-def write_bench(db, seconds, workdir):
+def write_bench(db, seconds, workdir, rounds=1):
+    """One-row INSERTs into an empty table per variant, 1 and 8 clients.
+    With rounds > 1 the variants take turns (each round in a rotated order,
+    each cell's table emptied first), and a variant's rows/s and p95 are the
+    medians of its rounds: one 10-second cell per variant moved ratios by
+    0.1-0.3 between runs, more than the differences measured."""
     psql(db, "DROP TABLE IF EXISTS w_pool; CREATE TABLE w_pool AS SELECT row_number() OVER () AS k, "
              "organisation_id, attribute_values, tags FROM (SELECT * FROM alerts ORDER BY id DESC LIMIT 10000) s; "
              "ALTER TABLE w_pool ADD PRIMARY KEY (k)")
-    results = []
-    for label, opts in WRITE_VARIANTS.items():
+    variants = []
+    for n, (label, opts) in enumerate(WRITE_VARIANTS.items()):
         opts = set(filter(None, opts.split(",")))
+        if "rum" in opts and not has_rum():
+            continue
+        t = f"w_alerts_{n}"
         bitmap = "attribute_values_bitmap bit(512)" + (
             " GENERATED ALWAYS AS (alerts_bloom(attribute_values)) STORED" if "generated" in opts else "")
         ddl = [
-            "DROP TABLE IF EXISTS w_alerts",
-            "CREATE TABLE w_alerts (id text COLLATE \"C\" PRIMARY KEY, organisation_id text COLLATE \"C\" NOT NULL, "
+            f"DROP TABLE IF EXISTS {t}",
+            f"CREATE TABLE {t} (id text COLLATE \"C\" PRIMARY KEY, organisation_id text COLLATE \"C\" NOT NULL, "
             "created_at timestamptz NOT NULL, priority_id int NOT NULL, attribute_values jsonb NOT NULL, "
             f"tags text[], {bitmap})",
-            "CREATE INDEX ON w_alerts (organisation_id, id DESC)" + (
+            f"CREATE INDEX ON {t} (organisation_id, id DESC)" + (
                 " INCLUDE (attribute_values_bitmap)" if "include" in opts else ""),
         ]
         if "trigger" in opts:
-            ddl.append("CREATE TRIGGER b BEFORE INSERT OR UPDATE ON w_alerts FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger()")
+            ddl.append(f"CREATE TRIGGER b BEFORE INSERT OR UPDATE ON {t} FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger()")
         if "gin" in opts:
-            ddl.append("CREATE INDEX ON w_alerts USING gin (attribute_values jsonb_path_ops)")
+            ddl.append(f"CREATE INDEX ON {t} USING gin (attribute_values jsonb_path_ops)")
         if "org_gin" in opts:
-            ddl.append("CREATE INDEX ON w_alerts USING gin (organisation_id, attribute_values jsonb_path_ops)")
+            ddl.append(f"CREATE INDEX ON {t} USING gin (organisation_id, attribute_values jsonb_path_ops)")
         if "keys" in opts:
             storage = (" WITH (fastupdate = off)" if "fastupdate_off" in opts else
                        " WITH (gin_pending_list_limit = 16384)" if "pending_16mb" in opts else "")
-            ddl.append("CREATE INDEX ON w_alerts USING gin (alerts_keys(organisation_id, id, attribute_values))" + storage)
-        if "rum" in opts and not has_rum():
-            continue
+            ddl.append(f"CREATE INDEX ON {t} USING gin (alerts_keys(organisation_id, id, attribute_values))" + storage)
         if "rum" in opts:
-            ddl.append("CREATE INDEX ON w_alerts USING rum (tags rum_anyarray_addon_ops, created_at) "
+            ddl.append(f"CREATE INDEX ON {t} USING rum (tags rum_anyarray_addon_ops, created_at) "
                        "WITH (attach = 'created_at', to = 'tags')")
         psql(db, "; ".join(ddl))
         sql = ("\\set k random(1, 10000)\n"
-               "INSERT INTO w_alerts (id, organisation_id, created_at, priority_id, attribute_values, tags) "
+               f"INSERT INTO {t} (id, organisation_id, created_at, priority_id, attribute_values, tags) "
                "SELECT alerts_ulid(), organisation_id, clock_timestamp(), 3, attribute_values, tags FROM w_pool WHERE k = :k")
+        variants.append((label, t, sql))
+    cells = {}  # (label, clients) -> [summary per round]
+    for r in range(rounds):
+        turn = variants[r % len(variants):] + variants[:r % len(variants)]
+        for label, t, sql in turn:
+            for clients in (1, 8):
+                psql(db, f"TRUNCATE {t}")
+                cells.setdefault((label, clients), []).append(
+                    pgbench(db, "write", sql, seconds, "prepared", clients, workdir))
+    results = []
+    for label, t, _ in variants:
         for clients in (1, 8):
-            psql(db, "TRUNCATE w_alerts")
-            r = pgbench(db, "write", sql, seconds, "prepared", clients, workdir)
+            runs = cells[(label, clients)]
+            r = {k: statistics.median(x[k] for x in runs) for k in runs[0]}
             results.append(dict(variant=label, clients=clients, **r))
-            print(f"  write {label:18s} {clients} client(s): {r['tps']:8.0f} rows/s  p95 {r['p95']:.3f} ms", flush=True)
-    psql(db, "DROP TABLE IF EXISTS w_alerts; DROP TABLE IF EXISTS w_pool")
+            print(f"  write {label:18s} {clients} client(s): {r['tps']:8.0f} rows/s  p95 {r['p95']:.3f} ms"
+                  + ("  (rounds: " + ", ".join(f"{x['tps']:.0f}" for x in runs) + ")" if rounds > 1 else ""),
+                  flush=True)
+        psql(db, f"DROP TABLE IF EXISTS {t}")
+    psql(db, "DROP TABLE IF EXISTS w_pool")
     base = {r["clients"]: r["tps"] for r in results if r["variant"] == "no bitmap"}
     for r in results:
         r["ratio_to_no_bitmap"] = r["tps"] / base[r["clients"]] if base.get(r["clients"]) else float("nan")
@@ -588,6 +608,8 @@ def main():
     ap.add_argument("--size", choices=SIZES, default="smoke")
     ap.add_argument("--seconds", type=float, default=None, help="pgbench -T per cell (default 1 smoke, 5 otherwise)")
     ap.add_argument("--write-seconds", type=float, default=None)
+    ap.add_argument("--write-rounds", type=int, default=1,
+                    help="the write variants take turns this many times; rows/s and p95 are each variant's medians")
     ap.add_argument("--transactions", type=int, default=None,
                     help="pgbench -t per read cell instead of -T (default 30 for smoke)")
     ap.add_argument("--rounds", type=int, default=1,
@@ -688,11 +710,12 @@ def main():
                   and x["method"] == "gin"), None)
         r["ratio_p95_to_gin"] = r["p95"] / g["p95"] if g and g["p95"] else float("nan")
 
-    writes = [] if args.skip_write else write_bench(db, wseconds, work)
+    writes = [] if args.skip_write else write_bench(db, wseconds, work, args.write_rounds)
     sz = sizes(db) if not layout else layout_sizes(db, table)
     shutil.rmtree(work, ignore_errors=True)
 
     meta = dict(size=args.size, layout=args.layout, anchor=anchor, seconds_per_cell=seconds, rounds=args.rounds, transactions_per_cell=args.transactions,
+                write_seconds=wseconds, write_rounds=args.write_rounds,
                 cpu=os.cpu_count(),
                 postgres=psql(db, "SHOW server_version")[0][0], unavailable=unavailable,
                 shared_buffers=psql(db, "SHOW shared_buffers")[0][0])
@@ -796,7 +819,9 @@ def write_table(results, writes, sz, meta, path):
                 cells.append(f"{r['p95']:.2f}" if r else "-")
             lines.append(f"| {s} | " + " | ".join(cells) + " |")
     if writes:
-        lines += ["", "Write path (INSERT of one alert, -M prepared):", "",
+        wr = meta.get("write_rounds", 1)
+        lines += ["", f"Write path (INSERT of one alert, -M prepared, {meta.get('write_seconds', '?')} s a cell"
+                  + (f", {wr} rounds with the variants taking turns, medians" if wr > 1 else "") + "):", "",
                   "| variant | clients | rows/s | p95 ms | ratio to no bitmap |", "|---|---|---|---|---|"]
     for w in writes:
         lines.append(f"| {w['variant']} | {w['clients']} | {w['tps']:.0f} | {w['p95']:.3f} | {w['ratio_to_no_bitmap']:.2f} |")
