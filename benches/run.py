@@ -83,6 +83,7 @@ def build(db, size, anchor):
     psql("postgres", f"CREATE DATABASE {db}")
     t0 = time.time()
     psql_file(db, ROOT / "benches/sql/schema.sql")
+    psql_file(db, ROOT / "benches/sql/tags.sql")
     params = dict(SIZES[size], anchor=anchor)
     psql_file(db, ROOT / "benches/sql/generate.sql", params)
     t1 = time.time()

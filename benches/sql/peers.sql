@@ -1,6 +1,6 @@
 -- Structures of every method compared by the benchmark, built on the
 -- generated `alerts` table:
---   tags        text[] of 'key=value' strings ('=': pgbench reads ':name' as a variable) (GIN on tags, RUM)
+--   tags        text[] of 'key=value' strings, filled by tags.sql (GIN on tags, RUM)
 --   alerts_gin  GIN jsonb_path_ops on attribute_values
 --   alerts_tags_gin  GIN on tags
 --   alerts_tags_rum  RUM on tags with created_at attached (ORDER BY created_at <=| now())
@@ -10,16 +10,8 @@
 \if :rum
 CREATE EXTENSION IF NOT EXISTS rum;
 \endif
-CREATE OR REPLACE FUNCTION bench_tags(attrs jsonb) RETURNS text[]
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    RETURN ARRAY(SELECT k || '=' || coalesce(e.v #>> '{}', a.v #>> '{}')
-                 FROM jsonb_each(attrs) a(k, v)
-                 LEFT JOIN LATERAL jsonb_array_elements(CASE jsonb_typeof(a.v) WHEN 'array' THEN a.v END) e(v) ON true);
-ALTER TABLE alerts DISABLE TRIGGER alerts_bloom;
-ALTER TABLE alerts ADD COLUMN IF NOT EXISTS tags text[];
-UPDATE alerts SET tags = bench_tags(attribute_values);
-ALTER TABLE alerts ENABLE TRIGGER alerts_bloom;
-VACUUM FULL alerts;  -- the UPDATE left a dead copy of every row
+-- tags was filled as the rows were generated (tags.sql)
+DROP TRIGGER bench_tags_fill ON alerts;
 VACUUM (ANALYZE) alerts;
 -- GIN and RUM at PostgreSQL's default maintenance_work_mem, as users build
 -- them (run.py's GIN_BUILD says why).
