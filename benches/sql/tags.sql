@@ -14,7 +14,7 @@ BEGIN
     NEW.tags := bench_tags(NEW.attribute_values);
     RETURN NEW;
 END $$;
--- dropped by peers.sql once the rows are in: the write benchmark's tables
+-- dropped by peers.sql (with its function) once the rows are in: the write benchmark's tables
 -- are its own
 CREATE TRIGGER bench_tags_fill BEFORE INSERT ON alerts
     FOR EACH ROW EXECUTE FUNCTION bench_tags_fill();
