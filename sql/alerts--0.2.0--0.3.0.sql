@@ -9,7 +9,9 @@
 -- routes one statement to it through alerts_search_wire; the backfill runs
 -- on every shard placement). alerts_search takes a column filter
 -- (columns => '{"priority_id": [1, 2]}'), checked by alerts_columns_match in
--- its statements.
+-- its statements. The bitmap column may be bit(256) or bit(128), holding the
+-- bitmap folded (alerts_bloom(attrs, bits), alerts_mask(filter, bits),
+-- alerts_enable(..., bits => 256)).
 \echo Use "ALTER EXTENSION alerts UPDATE TO '0.3.0'" to load this file. \quit
 
 ALTER TYPE alerts_backfill_state
@@ -166,8 +168,9 @@ COMMENT ON PROCEDURE alerts_disable(regclass, name, integer) IS
     'Undoes alerts_enable: drops the alerts_bloom trigger(s) writing bitmap_column and the column itself (with the indexes that contain it), each under lock_timeout. No table rewrite.';
 
 
-CREATE OR REPLACE FUNCTION alerts_enable_prepare(rel regclass, attrs_column name, bitmap_column name, form text,
-                                      batch_rows integer, lock_timeout_ms integer)
+DROP FUNCTION alerts_enable_prepare(regclass, name, name, text, integer, integer);
+CREATE FUNCTION alerts_enable_prepare(rel regclass, attrs_column name, bitmap_column name, form text,
+                                      batch_rows integer, lock_timeout_ms integer, bits integer)
     RETURNS alerts_backfill_state
     LANGUAGE plpgsql VOLATILE
     SET search_path = pg_catalog, pg_temp
@@ -189,7 +192,20 @@ BEGIN
         RAISE EXCEPTION 'alerts_enable: lock_timeout_ms must be at least 1, got %', coalesce(lock_timeout_ms::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value', HINT = 'the default, 1000 ms, keeps writers waiting at most a second per attempt';
     END IF;
+    IF bits IS NOT NULL AND bits NOT IN (128, 256, 512) THEN
+        RAISE EXCEPTION 'alerts_enable: bits must be 512, 256 or 128, got %', bits
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = '512 (the default) is the bitmap itself; 256 and 128 hold it folded: smaller, with more false candidates for the exact check to drop';
+    END IF;
     bitmap_generated := @extschema@.alerts_check_columns('alerts_enable', rel, attrs_column, bitmap_column);
+    IF bitmap_generated IS NOT NULL AND bits IS NOT NULL
+       AND bits IS DISTINCT FROM @extschema@.alerts_column_bits(rel, bitmap_column) THEN
+        RAISE EXCEPTION 'alerts_enable: column %.% exists with a width of % bits, not the % asked for', rel,
+            quote_ident(bitmap_column), @extschema@.alerts_column_bits(rel, bitmap_column), bits
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = format('CALL alerts_enable(%L) keeps the column as it is; to change its width, CALL alerts_disable(%L) first', rel::text, rel::text);
+    END IF;
+    bits := coalesce(bits, 512);
     IF form = 'trigger' AND coalesce(bitmap_generated, '') <> 's' AND @extschema@.alerts_citus_table(rel)
        AND coalesce(current_setting('citus.enable_unsafe_triggers', true), 'off') <> 'on' THEN
         RAISE EXCEPTION 'alerts_enable: % is a Citus table, where Citus creates triggers only with citus.enable_unsafe_triggers on', rel
@@ -213,13 +229,13 @@ BEGIN
     IF bitmap_generated IS NULL THEN
         IF form = 'trigger' THEN
             PERFORM @extschema@.alerts_ddl('alerts_enable',
-                format('ALTER TABLE %s ADD COLUMN %I bit(512)', rel, bitmap_column), lock_timeout_ms);
+                format('ALTER TABLE %s ADD COLUMN %I bit(%s)', rel, bitmap_column, bits), lock_timeout_ms);
             bitmap_generated := '';
         ELSE
             RAISE NOTICE 'alerts_enable: adding a generated column rewrites % under an ACCESS EXCLUSIVE lock', rel;
             PERFORM @extschema@.alerts_ddl('alerts_enable',
-                format('ALTER TABLE %s ADD COLUMN %I bit(512) GENERATED ALWAYS AS (@extschema@.alerts_bloom(%I)) STORED',
-                       rel, bitmap_column, attrs_column), lock_timeout_ms);
+                format('ALTER TABLE %s ADD COLUMN %I bit(%s) GENERATED ALWAYS AS (@extschema@.alerts_bloom(%I%s)) STORED',
+                       rel, bitmap_column, bits, attrs_column, CASE WHEN bits <> 512 THEN ', ' || bits END), lock_timeout_ms);
             bitmap_generated := 's';
         END IF;
     ELSIF (bitmap_generated = 's') <> (form = 'generated') THEN
@@ -267,7 +283,7 @@ BEGIN
     RETURN st;
 END
 $$;
-COMMENT ON FUNCTION alerts_enable_prepare(regclass, name, name, text, integer, integer) IS
+COMMENT ON FUNCTION alerts_enable_prepare(regclass, name, name, text, integer, integer, integer) IS
     'Internal: the DDL step of alerts_enable (column and trigger, each under lock_timeout), committed before the backfill starts.';
 
 
@@ -334,8 +350,8 @@ BEGIN
     END IF;
     SELECT format_type(atttypid, atttypmod), attgenerated INTO bitmap_type, bitmap_generated
     FROM pg_attribute WHERE attrelid = rel AND attname = bitmap_column AND attnum > 0 AND NOT attisdropped;
-    IF bitmap_type IS NOT NULL AND bitmap_type NOT IN ('bit(512)', 'bit varying') THEN
-        RAISE EXCEPTION '%: column %.% exists and is %, not bit(512)', caller, rel, quote_ident(bitmap_column), bitmap_type
+    IF bitmap_type IS NOT NULL AND bitmap_type NOT IN ('bit(512)', 'bit(256)', 'bit(128)', 'bit varying') THEN
+        RAISE EXCEPTION '%: column %.% exists and is %, not bit(512), bit(256) or bit(128)', caller, rel, quote_ident(bitmap_column), bitmap_type
             USING ERRCODE = 'datatype_mismatch',
                   HINT = 'pick another bitmap_column name, or drop that column first';
     END IF;
@@ -440,10 +456,11 @@ DECLARE
     blocks_sum bigint;
     tuples double precision;
     -- what a batch writes, and to which of its rows
+    bits integer := coalesce(@extschema@.alerts_column_bits(st.rel, st.bitmap_column), 512);
     set_clause text := CASE WHEN st.generated THEN format('%1$I = %1$I', st.attrs_column)
-                            ELSE format('%I = @extschema@.alerts_bloom(%I)', st.bitmap_column, st.attrs_column) END;
+                            ELSE format('%I = @extschema@.alerts_bloom(%I, %s)', st.bitmap_column, st.attrs_column, bits) END;
     rows_clause text := CASE WHEN st.only_missing THEN format('%I IS NULL AND %I IS NOT NULL', st.bitmap_column, st.attrs_column)
-                             ELSE format('%I IS DISTINCT FROM @extschema@.alerts_bloom(%I)', st.bitmap_column, st.attrs_column) END;
+                             ELSE format('%I IS DISTINCT FROM @extschema@.alerts_bloom(%I, %s)', st.bitmap_column, st.attrs_column, bits) END;
 BEGIN
     IF st.citus AND st.total_blocks IS NULL THEN
         -- The first step on a Citus table: the batches walk the same block
@@ -529,8 +546,9 @@ DECLARE
     wrong bigint;
     has_index boolean;
 BEGIN
-    EXECUTE format('SELECT count(*) FROM %s WHERE %I IS DISTINCT FROM @extschema@.alerts_bloom(%I)',
-                   st.rel, st.bitmap_column, st.attrs_column) INTO wrong;
+    EXECUTE format('SELECT count(*) FROM %s WHERE %I IS DISTINCT FROM @extschema@.alerts_bloom(%I, %s)',
+                   st.rel, st.bitmap_column, st.attrs_column,
+                   coalesce(@extschema@.alerts_column_bits(st.rel, st.bitmap_column), 512)) INTO wrong;
     IF wrong > 0 THEN
         RAISE EXCEPTION '%: % rows of % still have a missing or wrong bitmap after the backfill', st.caller, wrong, st.rel
             USING ERRCODE = 'data_exception',
@@ -565,3 +583,135 @@ END
 $$;
 COMMENT ON FUNCTION alerts_backfill_finish(alerts_backfill_state) IS
     'Internal: checks every row''s bitmap after alerts_enable / alerts_rebuild and suggests the fast-path index.';
+
+
+CREATE OR REPLACE FUNCTION alerts_bloom_stats(
+    rel regclass,
+    attrs_column name DEFAULT 'attribute_values',
+    bitmap_column name DEFAULT 'attribute_values_bitmap',
+    sample_percent double precision DEFAULT 100
+) RETURNS TABLE (
+    rows bigint,
+    elements_mean double precision,
+    elements_p99 integer,
+    elements_max integer,
+    bitmap_fill_mean double precision,
+    expected_fp_rate_p99 double precision,
+    rows_without_bitmap bigint,
+    stale_bitmaps bigint,
+    advice text
+)
+    LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    bits integer;
+    capacity integer;
+BEGIN
+    IF sample_percent IS NULL OR sample_percent <= 0 OR sample_percent > 100 THEN
+        RAISE EXCEPTION 'alerts_bloom_stats: sample_percent must be in (0, 100], got %', sample_percent
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'use 1 to sample 1% of the table''s pages on a large table';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = rel AND attname = attrs_column AND attnum > 0 AND NOT attisdropped)
+       OR NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = rel AND attname = bitmap_column AND attnum > 0 AND NOT attisdropped) THEN
+        RAISE EXCEPTION 'alerts_bloom_stats: table % has no column % or no column %', rel, attrs_column, bitmap_column
+            USING ERRCODE = 'undefined_column',
+                  HINT = 'name the jsonb attributes column and the bit(512) bitmap column: alerts_bloom_stats(''t'', ''attrs'', ''bitmap'')';
+    END IF;
+    bits := coalesce(@extschema@.alerts_column_bits(rel, bitmap_column), 512);
+    EXECUTE format(
+        'WITH r AS (
+             SELECT @extschema@.alerts_bloom_elements(%2$I) AS n,
+                    bit_count(%3$I) AS fill,
+                    %3$I IS NULL AND %2$I IS NOT NULL AS missing,
+                    %3$I IS DISTINCT FROM @extschema@.alerts_bloom(%2$I, %5$s) AS stale
+             FROM %1$s %4$s)
+         SELECT count(*), avg(n)::float8, (percentile_disc(0.99) WITHIN GROUP (ORDER BY n))::int, max(n)::int,
+                avg(fill)::float8 / %5$s, NULL::float8, count(*) FILTER (WHERE missing), count(*) FILTER (WHERE stale), NULL::text
+         FROM r', rel, attrs_column, bitmap_column,
+        CASE WHEN sample_percent < 100 THEN format('TABLESAMPLE SYSTEM (%s)', sample_percent) ELSE '' END, bits)
+    INTO rows, elements_mean, elements_p99, elements_max, bitmap_fill_mean, expected_fp_rate_p99,
+         rows_without_bitmap, stale_bitmaps, advice;
+    expected_fp_rate_p99 := power(1 - exp(-7.0 * coalesce(elements_p99, 0) / bits), 7);
+    -- elements a bitmap of this width holds at a 1% false-positive rate
+    capacity := floor(-bits / 7.0 * ln(1 - power(0.01, 1 / 7.0)))::integer;
+    advice := concat_ws(' ',
+        CASE WHEN elements_p99 > capacity THEN format(
+            'WARNING: 1%% of rows carry %s or more attribute elements, more than the ~%s a bit(%s) bitmap holds at a 1%% false-positive rate; a single-value test on them passes by chance %s%% of the time. Pages stay exact but read more rows. %sMove high-cardinality attributes (ids, free text) out of %I into their own columns.',
+            elements_p99, capacity, bits, round((expected_fp_rate_p99 * 100)::numeric, 1),
+            CASE WHEN bits < 512 THEN 'A wider bitmap column holds more (bit(512) about 53). ' ELSE '' END, attrs_column) END,
+        CASE WHEN rows_without_bitmap > 0 THEN format(
+            '%s rows have no bitmap: backfill them with CALL @extschema@.alerts_enable(%L, %L, %L) (batched, resumable) and check that the trigger is enabled.',
+            rows_without_bitmap, rel::text, attrs_column, bitmap_column) END,
+        CASE WHEN stale_bitmaps > rows_without_bitmap THEN format(
+            '%s bitmaps do not match their attributes (written by another format version or without the trigger): rebuild them with CALL @extschema@.alerts_rebuild(%L, %L, %L).',
+            stale_bitmaps - rows_without_bitmap, rel::text, attrs_column, bitmap_column) END);
+    IF advice = '' THEN
+        advice := 'ok: bitmaps are complete, current, and below 1% false positives for 99% of rows';
+    END IF;
+    RETURN NEXT;
+END
+$$;
+COMMENT ON FUNCTION alerts_bloom_stats(regclass, name, name, double precision) IS
+    'Sizing report of a table''s bitmaps: rows, attribute elements per row (mean, p99, max), bitmap fill, the expected false-positive rate at p99, rows without a bitmap (NULL attributes excepted) or with a stale one, and plain-language advice. sample_percent < 100 reads a TABLESAMPLE SYSTEM sample.';
+
+
+DROP PROCEDURE alerts_enable(regclass, name, name, text, integer, integer);
+CREATE PROCEDURE alerts_enable(
+    rel regclass,
+    attrs_column name DEFAULT 'attribute_values',
+    bitmap_column name DEFAULT 'attribute_values_bitmap',
+    form text DEFAULT 'trigger',
+    batch_rows integer DEFAULT 10000,
+    lock_timeout_ms integer DEFAULT 1000,
+    bits integer DEFAULT NULL
+)
+    LANGUAGE plpgsql
+AS $$
+-- No SET clause here: a procedure with one cannot COMMIT. Everything that
+-- resolves names runs in the schema-qualified helpers, which pin search_path.
+DECLARE
+    st @extschema@.alerts_backfill_state;
+BEGIN
+    st := @extschema@.alerts_enable_prepare(rel, attrs_column, bitmap_column, form, batch_rows, lock_timeout_ms, bits);
+    COMMIT;
+    CALL @extschema@.alerts_backfill_run(st);
+END
+$$;
+COMMENT ON PROCEDURE alerts_enable(regclass, name, name, text, integer, integer, integer) IS
+    'Enables the extension on an existing table: adds the bitmap column (bit(512), or bits => 256 or 128 for a narrower one holding the bitmap folded; an existing column keeps its width) and the alerts_bloom trigger (form => ''trigger'', default; brief locks only) or a stored generated column (form => ''generated''; rewrites the table under an exclusive lock), then backfills the missing bitmaps in committed batches of batch_rows, reporting progress. Resumable: CALL it again after an interruption. Must run outside a transaction block.';
+
+
+CREATE FUNCTION alerts_bloom(attrs jsonb, bits integer) RETURNS bit
+    AS 'MODULE_PATHNAME', 'alerts_bloom_bits'
+    LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 50;
+COMMENT ON FUNCTION alerts_bloom(jsonb, integer) IS
+    'The bitmap at a bitmap column''s width: 512 gives alerts_bloom(attrs); 256 and 128 give it folded (bit p of the 512 is bit p mod bits), for bit(256) and bit(128) columns: smaller, with more false candidates for the exact check to drop.';
+
+
+CREATE FUNCTION alerts_mask(filter jsonb, bits integer) RETURNS bit
+    AS 'MODULE_PATHNAME', 'alerts_mask_bits'
+    LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 50;
+COMMENT ON FUNCTION alerts_mask(jsonb, integer) IS
+    'The mask of alerts_mask(filter) at a bitmap column''s width (512, 256 or 128), folded as alerts_bloom(attrs, bits) folds the bitmap: a row of a bit(256) column may match when bitmap & alerts_mask(filter, 256) = alerts_mask(filter, 256).';
+
+
+CREATE FUNCTION alerts_column_bits(rel regclass, bitmap_column name) RETURNS integer
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN atttypid = 'bit'::regtype AND atttypmod IN (128, 256, 512) THEN atttypmod
+                WHEN atttypid = 'varbit'::regtype AND (atttypmod < 0 OR atttypmod >= 512) THEN 512 END
+    FROM pg_attribute WHERE attrelid = rel AND attname = bitmap_column AND attnum > 0 AND NOT attisdropped
+$$;
+COMMENT ON FUNCTION alerts_column_bits(regclass, name) IS
+    'The width of a table''s bitmap column: 512, 256 or 128 for bit(512), bit(256), bit(128), 512 for bit varying; NULL when the column is missing or of another type.';
+
+COMMENT ON FUNCTION alerts_bloom_match(bit, jsonb) IS
+    'Fast probabilistic filter test on a bitmap (bit(512), or folded to bit(256) or bit(128)): false means the row cannot match, true that it may (confirm with alerts_attrs_match). The filter is compiled once per query; the per-row test allocates nothing.';
+
+COMMENT ON FUNCTION alerts_bloom_elements(jsonb) IS
+    'Number of attribute:value elements alerts_bloom hashes for these attributes (at a 1% false-positive rate a bit(512) bitmap holds about 53, bit(256) 26, bit(128) 13).';
+
+COMMENT ON FUNCTION alerts_bloom_trigger() IS
+    'BEFORE INSERT OR UPDATE row trigger: sets the bitmap column (bit(512), or bit(256) / bit(128) holding it folded) from the jsonb attributes column. Arguments: (attributes column, bitmap column), default (attribute_values, attribute_values_bitmap).';

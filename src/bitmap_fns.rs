@@ -6,11 +6,13 @@ use alerts_core::{Filter, FORMAT_VERSION};
 use pgrx::pg_guard;
 use pgrx::pg_sys::{self, Datum};
 
-use crate::datum::{arg, bitmap_arg, bitmap_datum, jsonb_value, OrRaise};
+use crate::datum::{arg, bitmap_arg, bitmap_datum, bitmap_datum_bits, error, jsonb_value, OrRaise};
 use crate::filter_cache::compiled;
 
 crate::finfo_v1!(
     pg_finfo_alerts_bloom,
+    pg_finfo_alerts_bloom_bits,
+    pg_finfo_alerts_mask_bits,
     pg_finfo_alerts_bloom_reference,
     pg_finfo_alerts_mask,
     pg_finfo_alerts_bloom_match,
@@ -30,6 +32,52 @@ pub unsafe extern "C-unwind" fn alerts_bloom(fcinfo: pg_sys::FunctionCallInfo) -
     crate::datum::enter("alerts_bloom");
     // SAFETY: STRICT, one jsonb argument.
     bitmap_datum(&unsafe { crate::jsonb::bloom_of(arg(fcinfo, 0)) })
+}
+
+/// `alerts_bloom(attrs jsonb, bits int) RETURNS bit`: the bitmap folded to
+/// a narrower column's width (`bit(256)`, `bit(128)`), or the 512 bits.
+///
+/// # Safety
+/// Called by Postgres through the V1 convention, declared STRICT.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn alerts_bloom_bits(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    crate::datum::enter("alerts_bloom");
+    // SAFETY: STRICT, arguments (jsonb, int4).
+    unsafe {
+        let bits = width_arg(arg(fcinfo, 1), "alerts_bloom");
+        bitmap_datum_bits(&crate::jsonb::bloom_of(arg(fcinfo, 0)), bits)
+    }
+}
+
+/// `alerts_mask(filter jsonb, bits int) RETURNS bit`: the mask folded to a
+/// narrower column's width, to test as `bitmap & mask = mask`.
+///
+/// # Safety
+/// Called by Postgres through the V1 convention, declared STRICT.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn alerts_mask_bits(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    crate::datum::enter("alerts_mask");
+    // SAFETY: STRICT, arguments (jsonb, int4).
+    unsafe {
+        let bits = width_arg(arg(fcinfo, 1), "alerts_mask");
+        let filter = jsonb_value(arg(fcinfo, 0));
+        bitmap_datum_bits(&Filter::single_mask(&filter).or_raise(), bits)
+    }
+}
+
+/// A bitmap width argument: 128, 256 or 512, else an ERROR naming the fix.
+fn width_arg(d: Datum, function: &str) -> usize {
+    let bits = d.value() as i32;
+    match usize::try_from(bits) {
+        Ok(b) if alerts_core::bloom::width_ok(b) => b,
+        _ => error(
+            pgrx::PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("{function}(): the bitmap width must be 512, 256 or 128, got {bits}"),
+            "pass the width of the bitmap column (bit(512), bit(256) or bit(128))",
+        ),
+    }
 }
 
 /// `alerts_bloom_reference(attrs jsonb) RETURNS bit(512)`: the same bitmap
@@ -74,7 +122,7 @@ pub unsafe extern "C-unwind" fn alerts_bloom_match(fcinfo: pg_sys::FunctionCallI
     unsafe {
         let f = compiled(fcinfo, arg(fcinfo, 1));
         let bm = bitmap_arg(arg(fcinfo, 0));
-        Datum::from(f.bloom_match(bm))
+        Datum::from(f.bloom_match_bytes(bm))
     }
 }
 

@@ -4,7 +4,8 @@
 use std::cell::Cell;
 
 use alerts_core::error::{Error, ErrorKind};
-use alerts_core::{Bitmap, BITMAP_BITS, BITMAP_BYTES};
+use alerts_core::bloom::width_ok;
+use alerts_core::{Bitmap, BITMAP_BITS};
 use pgrx::pg_sys::{self, Datum};
 use pgrx::{PgLogLevel, PgSqlErrorCode};
 
@@ -100,11 +101,12 @@ pub unsafe fn varlena_bytes<'a>(d: Datum) -> &'a [u8] {
     }
 }
 
-/// Reads a `bit(512)` datum. Any other length is an ERROR naming the fix.
+/// Reads a bitmap datum: `bit(512)`, or folded to `bit(256)` or `bit(128)`
+/// (16, 32 or 64 bytes). Any other length is an ERROR naming the fix.
 ///
 /// # Safety
 /// `d` must be a non-null `bit`/`varbit` datum.
-pub unsafe fn bitmap_arg<'a>(d: Datum) -> &'a [u8; BITMAP_BYTES] {
+pub unsafe fn bitmap_arg<'a>(d: Datum) -> &'a [u8] {
     // SAFETY: a varbit's payload is an int32 bit length then the bits.
     let bytes = unsafe { varlena_bytes(d) };
     let bit_len = if bytes.len() >= 4 {
@@ -112,31 +114,55 @@ pub unsafe fn bitmap_arg<'a>(d: Datum) -> &'a [u8; BITMAP_BYTES] {
     } else {
         -1
     };
-    if bit_len != BITMAP_BITS as i32 || bytes.len() != 4 + BITMAP_BYTES {
+    let ok = usize::try_from(bit_len)
+        .is_ok_and(|bits| width_ok(bits) && bytes.len() == 4 + bits / 8);
+    if !ok {
         error(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("the bitmap must be bit(512), got a bit string of length {bit_len}"),
-            "pass the column filled by alerts_bloom() or alerts_bloom_trigger(), declared bit(512)",
+            format!("the bitmap must be bit(512), bit(256) or bit(128), got a bit string of length {bit_len}"),
+            "pass the column filled by alerts_bloom() or alerts_bloom_trigger(), declared bit(512) (or bit(256), bit(128): the same bitmap folded)",
         );
     }
-    bytes[4..].try_into().expect("64 bytes")
+    &bytes[4..]
+}
+
+/// The width of a bitmap column's type: its `bit(n)` length, 512 for an
+/// unconstrained `bit varying` (or one long enough); None for any other.
+pub fn column_bits(typid: pg_sys::Oid, typmod: i32) -> Option<usize> {
+    match typid {
+        pg_sys::BITOID => usize::try_from(typmod).ok().filter(|&b| width_ok(b)),
+        pg_sys::VARBITOID => (!(0..BITMAP_BITS as i32).contains(&typmod)).then_some(BITMAP_BITS),
+        _ => None,
+    }
 }
 
 /// Builds a fresh `bit(512)` datum in the current memory context.
 pub fn bitmap_datum(bm: &Bitmap) -> Datum {
-    let total = pg_sys::VARHDRSZ + 4 + BITMAP_BYTES;
+    bits_datum(&bm.0)
+}
+
+/// Builds a fresh bit string datum of `bytes` (all their bits) in the
+/// current memory context.
+pub fn bits_datum(bytes: &[u8]) -> Datum {
+    let total = pg_sys::VARHDRSZ + 4 + bytes.len();
+    let bits = (bytes.len() * 8) as i32;
     // SAFETY: palloc returns `total` writable bytes (or ERRORs); we fill the
-    // varlena header, the int32 bit length and the 64 data bytes.
+    // varlena header, the int32 bit length and the data bytes.
     unsafe {
         let p = pg_sys::palloc(total) as *mut u8;
         pgrx::set_varsize_4b(p as *mut pg_sys::varlena, total as i32);
-        std::ptr::copy_nonoverlapping(
-            (BITMAP_BITS as i32).to_ne_bytes().as_ptr(),
-            p.add(pg_sys::VARHDRSZ),
-            4,
-        );
-        std::ptr::copy_nonoverlapping(bm.0.as_ptr(), p.add(pg_sys::VARHDRSZ + 4), BITMAP_BYTES);
+        std::ptr::copy_nonoverlapping(bits.to_ne_bytes().as_ptr(), p.add(pg_sys::VARHDRSZ), 4);
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), p.add(pg_sys::VARHDRSZ + 4), bytes.len());
         Datum::from(p)
+    }
+}
+
+/// The bitmap `bm` as a datum of `bits` bits (one of the widths).
+pub fn bitmap_datum_bits(bm: &Bitmap, bits: usize) -> Datum {
+    if bits == BITMAP_BITS {
+        bitmap_datum(bm)
+    } else {
+        bits_datum(&bm.folded(bits))
     }
 }
 

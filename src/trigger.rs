@@ -11,13 +11,13 @@ use pgrx::pg_guard;
 use pgrx::pg_sys::{self, Datum};
 use pgrx::PgSqlErrorCode;
 
-use crate::datum::{bitmap_datum, error};
+use crate::datum::{bitmap_datum_bits, error};
 
 crate::finfo_v1!(pg_finfo_alerts_bloom_trigger);
 
 const DEFAULT_ATTRS: &str = "attribute_values";
 const DEFAULT_BITMAP: &str = "attribute_values_bitmap";
-const USAGE: &str = "CREATE TRIGGER alerts_bloom BEFORE INSERT OR UPDATE ON <table> FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger('<jsonb column>', '<bit(512) column>')";
+const USAGE: &str = "CREATE TRIGGER alerts_bloom BEFORE INSERT OR UPDATE ON <table> FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger('<jsonb column>', '<bit(512), bit(256) or bit(128) column>')";
 
 /// # Safety
 /// Called by Postgres through the V1 convention as a trigger.
@@ -88,7 +88,7 @@ pub unsafe extern "C-unwind" fn alerts_bloom_trigger(fcinfo: pg_sys::FunctionCal
             &[pg_sys::BITOID, pg_sys::VARBITOID],
             "bit(512)",
         );
-        check_bitmap_typmod(tupdesc, bitmap_no, &relname, bitmap_col);
+        let bits = bitmap_bits(tupdesc, bitmap_no, &relname, bitmap_col);
 
         let tuple = if is_update {
             (*td).tg_newtuple
@@ -101,7 +101,7 @@ pub unsafe extern "C-unwind" fn alerts_bloom_trigger(fcinfo: pg_sys::FunctionCal
             // NULL attributes give a NULL bitmap, as the STRICT alerts_bloom() does.
             (Datum::from(0usize), true)
         } else {
-            (bitmap_datum(&crate::jsonb::bloom_of(attrs)), false)
+            (bitmap_datum_bits(&crate::jsonb::bloom_of(attrs), bits), false)
         };
         let mut cols = [bitmap_no];
         let mut values = [value];
@@ -150,20 +150,19 @@ unsafe fn column(
     attno
 }
 
-/// A `bit(n)` column must be `bit(512)`; a `bit varying(n)` must hold 512 bits.
-unsafe fn check_bitmap_typmod(tupdesc: pg_sys::TupleDesc, attno: i32, relname: &str, name: &str) {
+/// The bitmap column's width: a `bit(n)` column must be `bit(512)`,
+/// `bit(256)` or `bit(128)` (the narrower hold the bitmap folded); a `bit
+/// varying(n)` must hold 512 bits.
+unsafe fn bitmap_bits(tupdesc: pg_sys::TupleDesc, attno: i32, relname: &str, name: &str) -> usize {
     // SAFETY: attno was validated by `column`.
     let att = unsafe { crate::compat::attribute(tupdesc, attno) };
-    let (typid, typmod) = (att.atttypid, att.atttypmod);
-    let ok = match typid {
-        pg_sys::BITOID => typmod == 512,
-        _ => !(0..512).contains(&typmod),
-    };
-    if !ok {
-        error(
+    let typmod = att.atttypmod;
+    match crate::datum::column_bits(att.atttypid, typmod) {
+        Some(bits) => bits,
+        None => error(
             PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
-            format!("alerts_bloom_trigger(): column \"{name}\" of table \"{relname}\" must be bit(512), its length is {typmod}"),
-            &format!("ALTER TABLE {relname} ALTER COLUMN {name} TYPE bit(512) USING NULL"),
-        );
+            format!("alerts_bloom_trigger(): column \"{name}\" of table \"{relname}\" must be bit(512), bit(256) or bit(128), its length is {typmod}"),
+            &format!("ALTER TABLE {relname} ALTER COLUMN {name} TYPE bit(512) USING NULL (or bit(256), bit(128): smaller, more false candidates)"),
+        ),
     }
 }

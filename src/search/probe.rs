@@ -81,7 +81,7 @@ pub unsafe extern "C-unwind" fn alerts_search_probe(fcinfo: pg_sys::FunctionCall
         Some(bm) => unsafe {
             Datum::from(
                 crate::filter_cache::compiled(fcinfo, filter)
-                    .bloom_match(crate::datum::bitmap_arg(bm)),
+                    .bloom_match_bytes(crate::datum::bitmap_arg(bm)),
             )
         },
         None => Datum::from(true),

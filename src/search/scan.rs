@@ -505,7 +505,7 @@ impl<'a> IndexWalk<'a> {
                 }
                 if let Some(b) = self.layout.bitmap_in_index {
                     // A NULL bitmap (not yet backfilled) is a candidate.
-                    if !nulls[b] && !self.filter.bloom_match(crate::datum::bitmap_arg(values[b])) {
+                    if !nulls[b] && !self.filter.bloom_match_bytes(crate::datum::bitmap_arg(values[b])) {
                         continue;
                     }
                 }
@@ -573,7 +573,7 @@ impl<'a> IndexWalk<'a> {
             let value = |attno| slot_column(slot, attno);
             if self.layout.bitmap_in_index.is_none() {
                 if let Some(bm) = value(self.layout.bitmap) {
-                    if !self.filter.bloom_match(crate::datum::bitmap_arg(bm)) {
+                    if !self.filter.bloom_match_bytes(crate::datum::bitmap_arg(bm)) {
                         return None;
                     }
                 }
@@ -729,7 +729,7 @@ impl<'a> IndexWalk<'a> {
                         && (above.is_gt() || (above.is_eq() && !strict))
                         && upper.is_none_or(|u| compare(id, bytes(u), l.id_collation).is_lt())
                         && value(l.bitmap)
-                            .is_none_or(|bm| self.filter.bloom_match(crate::datum::bitmap_arg(bm)))
+                            .is_none_or(|bm| self.filter.bloom_match_bytes(crate::datum::bitmap_arg(bm)))
                         && self.columns_match()
                         && crate::jsonb::exact_match_of(self.filter, attrs);
                     trace::candidate(matched);

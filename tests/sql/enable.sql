@@ -140,4 +140,35 @@ CALL alerts_rebuild('small', 'attrs', 'bm');
 RESET client_min_messages;
 CALL alerts_disable('small', 'bm');
 SELECT count(*) AS columns FROM pg_attribute WHERE attrelid = 'small'::regclass AND attnum > 0 AND NOT attisdropped;
+-- A narrower column (bits => 256): added at that width, kept current by the
+-- trigger, checked and rebuilt at its width; an existing column keeps its
+-- width, and asking for another is refused.
+CREATE TABLE slim (id text COLLATE "C" PRIMARY KEY, organisation_id text, attribute_values jsonb);
+INSERT INTO slim SELECT id, organisation_id, attrs FROM small ORDER BY id LIMIT 2000;
+SET client_min_messages = warning;
+CALL alerts_enable('slim', bits => 256);
+RESET client_min_messages;
+SELECT format_type(atttypid, atttypmod) AS bitmap_type FROM pg_attribute WHERE attrelid = 'slim'::regclass AND attname = 'attribute_values_bitmap';
+INSERT INTO slim VALUES (alerts_ulid(), 'org1', '{"env": "slim"}');
+SELECT count(*) AS rows, count(*) FILTER (WHERE attribute_values_bitmap IS DISTINCT FROM alerts_bloom(attribute_values, 256)) AS wrong_bitmaps FROM slim;
+SELECT rows_without_bitmap, stale_bitmaps, round(bitmap_fill_mean::numeric, 2) > 0 AS filled, advice FROM alerts_bloom_stats('slim');
+ALTER TABLE slim DISABLE TRIGGER alerts_bloom;
+UPDATE slim SET attribute_values = '{"env": "changed"}' WHERE id = (SELECT min(id) FROM slim);
+ALTER TABLE slim ENABLE TRIGGER alerts_bloom;
+SELECT stale_bitmaps FROM alerts_bloom_stats('slim');
+SET client_min_messages = warning;
+CALL alerts_rebuild('slim');
+CALL alerts_enable('slim');
+RESET client_min_messages;
+SELECT stale_bitmaps FROM alerts_bloom_stats('slim');
+CALL alerts_enable('slim', bits => 128);
+CALL alerts_enable('slim', bits => 100);
+SET client_min_messages = warning;
+CALL alerts_enable('small', 'attrs', 'bm128', form => 'generated', bits => 128);
+RESET client_min_messages;
+SELECT format_type(atttypid, atttypmod) AS generated_type, pg_get_expr(d.adbin, d.adrelid) AS expression
+FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+WHERE a.attrelid = 'small'::regclass AND a.attname = 'bm128';
+SELECT count(*) FILTER (WHERE bm128 IS DISTINCT FROM alerts_bloom(attrs, 128)) AS wrong_bitmaps FROM small;
+DROP TABLE slim;
 DROP TABLE live, small, writer_log, writer_stop, writer_done, phases;

@@ -100,6 +100,35 @@ SELECT length(alerts_ulid()) AS len, alerts_ulid() ~ '^[0-7][0-9A-HJKMNP-TV-Z]{2
 SELECT alerts_ulid_floor('2020-01-01 00:00:00.0009+00') = alerts_ulid_floor('2020-01-01 00:00:00+00') AS floor_is_per_millisecond,
        alerts_ulid_floor('2020-01-01') COLLATE "C" < alerts_ulid('2020-01-01') COLLATE "C" AS floor_sorts_first;
 
+-- Narrower bitmap columns hold the bitmap folded: bit p of the 512 is bit
+-- p mod W of bit(W). Checked against the fold written in SQL, on the rows of
+-- 200 generated attribute objects; the folded masks and tests agree, and a
+-- folded test never says no where the exact test says yes.
+CREATE TEMP TABLE fold_rows AS
+SELECT jsonb_build_object('team', 't' || (g % 13), 'n', g % 7, 'tags', jsonb_build_array('a' || (g % 5), 'b' || (g % 3))) AS a,
+       jsonb_build_object('team', 't' || (g % 11)) AS f
+FROM generate_series(1, 200) g;
+SELECT count(*) AS rows,
+       count(*) FILTER (WHERE alerts_bloom(a, 512) = alerts_bloom(a)) AS same_512,
+       count(*) FILTER (WHERE alerts_bloom(a, 256) = substring(alerts_bloom(a) FROM 1 FOR 256) | substring(alerts_bloom(a) FROM 257 FOR 256)) AS fold_256,
+       count(*) FILTER (WHERE alerts_bloom(a, 128) = substring(alerts_bloom(a) FROM 1 FOR 128) | substring(alerts_bloom(a) FROM 129 FOR 128)
+                                                   | substring(alerts_bloom(a) FROM 257 FOR 128) | substring(alerts_bloom(a) FROM 385 FOR 128)) AS fold_128,
+       count(*) FILTER (WHERE alerts_mask(f, 256) = substring(alerts_mask(f) FROM 1 FOR 256) | substring(alerts_mask(f) FROM 257 FOR 256)) AS mask_256,
+       count(*) FILTER (WHERE alerts_bloom_match(alerts_bloom(a, 256), f) = (alerts_bloom(a, 256) & alerts_mask(f, 256) = alerts_mask(f, 256))) AS test_is_mask_256,
+       count(*) FILTER (WHERE alerts_bloom_match(alerts_bloom(a, 128), f) = (alerts_bloom(a, 128) & alerts_mask(f, 128) = alerts_mask(f, 128))) AS test_is_mask_128,
+       count(*) FILTER (WHERE alerts_attrs_match(a, f)) AS exact,
+       count(*) FILTER (WHERE alerts_attrs_match(a, f) AND NOT (alerts_bloom_match(alerts_bloom(a, 128), f) AND alerts_bloom_match(alerts_bloom(a, 256), f))) AS false_negatives,
+       count(*) FILTER (WHERE alerts_bloom_match(alerts_bloom(a), f) AND NOT alerts_bloom_match(alerts_bloom(a, 128), f)) AS folding_said_no_to_a_maybe
+FROM fold_rows;
+SELECT length(alerts_bloom('{}', 128)) AS len_128, bit_count(alerts_bloom('{}', 256)) AS empty_256,
+       alerts_bloom_match(alerts_bloom('{"team": ["t1", "t2"]}', 128), '{"team": ["t9", "t2"]}') AS one_of_128,
+       alerts_bloom_match(alerts_bloom('{"team": "t1"}', 256), '{"team": []}') AS empty_one_of_256;
+SELECT alerts_bloom('{}', 64);
+SELECT alerts_mask('{"a": "b"}', 500);
+SELECT alerts_bloom_match(B'1010', '{}');
+SELECT alerts_bloom_match(repeat('0', 255)::varbit, '{}');
+DROP TABLE fold_rows;
+
 -- Every object is commented and correctly marked.
 SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS args, p.provolatile, p.proisstrict, p.proparallel,
        p.procost, obj_description(p.oid, 'pg_proc') IS NOT NULL AS commented, p.prosecdef

@@ -453,6 +453,17 @@ DROP TABLE coll;
 SET alerts.custom_scan = off;
 EXPLAIN (COSTS OFF)
 SELECT * FROM alerts WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T1"}' ORDER BY id DESC LIMIT 50;
+-- A bit(128) bitmap column: the node tests the folded masks in the index.
+ALTER TABLE alerts ALTER COLUMN attribute_values_bitmap TYPE bit(128) USING alerts_bloom(attribute_values, 128);
+VACUUM ANALYZE alerts;
+SELECT * FROM plain_differential(
+    'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 AND id >= $5 ORDER BY id DESC LIMIT $4',
+    'ORG_A', 3);
+SELECT * FROM plain_differential(
+    'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND id > $3 ORDER BY id ASC LIMIT $4',
+    'ORG_B', 2, 50, true);
+ALTER TABLE alerts ALTER COLUMN attribute_values_bitmap TYPE bit(512) USING alerts_bloom(attribute_values);
+VACUUM ANALYZE alerts;
 RESET alerts.custom_scan;
 
 DROP TABLE odd, pp, pq, plain_plans;

@@ -427,3 +427,24 @@ CREATE INDEX versions_keys ON versions USING gin (alerts_keys(organisation_id, i
 SELECT * FROM versions_check();
 RESET alerts.search_shortcuts;
 DROP TABLE versions CASCADE;
+
+-- A bit(128) bitmap column (the bitmap folded, alerts_enable(bits => 128)):
+-- the same differential on every walker and rare path, the trigger writing
+-- 128 bits, the INCLUDE index holding them; then back to bit(512).
+ALTER TABLE alerts ALTER COLUMN attribute_values_bitmap TYPE bit(128) USING alerts_bloom(attribute_values, 128);
+VACUUM ANALYZE alerts;
+SELECT count(*) FILTER (WHERE length(attribute_values_bitmap) = 128) AS rows_128,
+       count(*) FILTER (WHERE attribute_values_bitmap IS DISTINCT FROM alerts_bloom(attribute_values, 128)) AS wrong
+FROM alerts;
+SELECT * FROM search_differential('bit(128): walk, then GIN', 6);
+SET alerts.search_direct_scan = off;
+SELECT * FROM search_differential('bit(128): walk, then GIN, statements', 6);
+RESET alerts.search_direct_scan;
+CREATE INDEX alerts_keys_idx ON alerts USING gin (alerts_keys(organisation_id, id, attribute_values));
+SELECT * FROM search_differential('bit(128): walk, then tenant keys, priority 4 or 1', 4, '{"priority_id": [4, 1]}', 'priority_id IN (4, 1)');
+SET alerts.search_shortcuts = off;
+SELECT * FROM search_differential('bit(128): walk, then tenant keys, no shortcuts', 6);
+RESET alerts.search_shortcuts;
+DROP INDEX alerts_keys_idx;
+ALTER TABLE alerts ALTER COLUMN attribute_values_bitmap TYPE bit(512) USING alerts_bloom(attribute_values);
+VACUUM ANALYZE alerts;

@@ -101,3 +101,19 @@ SELECT id, attribute_values_bitmap = alerts_bloom(attribute_values) AS in_step F
 INSERT INTO gen (id, attribute_values, attribute_values_bitmap) VALUES ('G9', '{}', B'0'::bit(512));
 INSERT INTO gen (id, attribute_values) VALUES ('G9', '[]');
 SELECT count(*) FROM gen;
+
+-- Narrower columns: the trigger and a generated column write the bitmap
+-- folded to the column's width; any other width is refused by name.
+CREATE TABLE narrow (id text PRIMARY KEY, attribute_values jsonb, attribute_values_bitmap bit(256),
+                     b128 bit(128) GENERATED ALWAYS AS (alerts_bloom(attribute_values, 128)) STORED);
+CREATE TRIGGER alerts_bloom BEFORE INSERT OR UPDATE ON narrow FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger();
+INSERT INTO narrow (id, attribute_values) VALUES ('N1', '{"team": "t1", "f": ["x", "y"]}'), ('N2', '{}'), ('N3', NULL);
+UPDATE narrow SET attribute_values = '{"team": "t2"}' WHERE id = 'N2';
+SELECT id, length(attribute_values_bitmap) AS len, attribute_values_bitmap = alerts_bloom(attribute_values, 256) AS in_step_256,
+       b128 = alerts_bloom(attribute_values, 128) AS in_step_128,
+       alerts_bloom_match(attribute_values_bitmap, '{"team": "t2"}') AS t2_256, alerts_bloom_match(b128, '{"team": "t2"}') AS t2_128
+FROM narrow ORDER BY id;
+CREATE TABLE narrow_bad (id text, attribute_values jsonb, attribute_values_bitmap bit(100));
+CREATE TRIGGER alerts_bloom BEFORE INSERT OR UPDATE ON narrow_bad FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger();
+INSERT INTO narrow_bad (id, attribute_values) VALUES ('X', '{}');
+DROP TABLE narrow, narrow_bad;

@@ -9,6 +9,13 @@
 //! Bit 0 is the leftmost bit of the Postgres bit string (the high bit of the
 //! first data byte), so `B'1000…'` has bit 0 set.
 //!
+//! Narrower columns (`bit(256)`, `bit(128)`) hold the same bitmap folded:
+//! bit `p` of the 512 is bit `p mod W` of the W, that is the OR of the
+//! 512-bit bitmap's W-bit slices. A mask folded the same way keeps every
+//! test a necessary condition (a row whose bitmap covers a mask has a folded
+//! bitmap that covers the folded mask), so pages stay exact; they only read
+//! more false candidates.
+//!
 //! Why 9-bit slices and not double hashing (`h1 + i * h2`): with m = 512 an
 //! odd step takes only 256 values, so two elements with the same step and
 //! nearby starts share most positions. Measured at 30 elements a row, double
@@ -30,6 +37,27 @@ pub const BITMAP_BITS: usize = 512;
 pub const BITMAP_BYTES: usize = BITMAP_BITS / 8;
 /// Hash positions per element.
 pub const HASHES: u32 = 7;
+/// The bitmap widths a column may have: the 512 bits, or folded to fewer.
+pub const WIDTHS: [usize; 3] = [128, 256, 512];
+
+/// Whether `bits` is a width a bitmap column may have ([`WIDTHS`]).
+pub fn width_ok(bits: usize) -> bool {
+    WIDTHS.contains(&bits)
+}
+
+/// The first `bytes.len()` bytes of `out`, set to `bytes` folded to
+/// `out.len()` bytes: the OR of its slices of that length. `out.len()` must
+/// divide `bytes.len()`.
+pub fn fold_into(bytes: &[u8], out: &mut [u8]) {
+    let n = out.len();
+    debug_assert!(n > 0 && bytes.len() % n == 0);
+    out.copy_from_slice(&bytes[..n]);
+    for slice in bytes[n..].chunks_exact(n) {
+        for (o, b) in out.iter_mut().zip(slice) {
+            *o |= *b;
+        }
+    }
+}
 
 /// A 512-bit bloom bitmap in Postgres bit-string byte order.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -99,6 +127,15 @@ impl Bitmap {
         self.0.iter().zip(mask.0.iter()).all(|(a, m)| a & m == *m)
     }
 
+    /// The bitmap folded to `bits` bits (one of [`WIDTHS`]): bit `p` set
+    /// when any bit `q` with `q mod bits = p` is.
+    pub fn folded(&self, bits: usize) -> Vec<u8> {
+        assert!(width_ok(bits), "bitmap width {bits}");
+        let mut out = vec![0u8; bits / 8];
+        fold_into(&self.0, &mut out);
+        out
+    }
+
     /// Lowercase hex of the 64 bytes (for golden vectors and messages).
     pub fn to_hex(&self) -> String {
         self.0.iter().map(|b| format!("{b:02x}")).collect()
@@ -147,10 +184,10 @@ pub fn element_count(attrs: &serde_json::Value) -> Result<usize, Error> {
 }
 
 /// Expected false-positive rate of a single-value test on a row of `n`
-/// elements: (1 - e^(-k n / m))^k.
-pub fn expected_fp_rate(n: f64) -> f64 {
+/// elements in a bitmap of `bits` bits: (1 - e^(-k n / m))^k.
+pub fn expected_fp_rate(n: f64, bits: usize) -> f64 {
     let k = HASHES as f64;
-    (1.0 - (-k * n / BITMAP_BITS as f64).exp()).powf(k)
+    (1.0 - (-k * n / bits as f64).exp()).powf(k)
 }
 
 #[cfg(test)]
@@ -191,6 +228,27 @@ mod tests {
         let bm = bloom(&json!({"team": "t1", "feature": ["alerts", "billing"], "sev": 2})).unwrap();
         assert_eq!(bm.to_hex(), GOLDEN_BITMAP_HEX);
         assert_eq!(bloom(&json!({})).unwrap(), Bitmap::default());
+    }
+
+    #[test]
+    fn folding_is_position_mod_width() {
+        // Every element's positions, taken mod the width, are the folded
+        // bitmap's bits; 512 is the bitmap itself.
+        let attrs = json!({"team": "t1", "feature": ["alerts", "billing"], "sev": 2});
+        let bm = bloom(&attrs).unwrap();
+        assert_eq!(bm.folded(512), bm.0.to_vec());
+        let mut buf = Vec::new();
+        for bits in [128usize, 256] {
+            let mut want = vec![0u8; bits / 8];
+            for (k, tag, v) in [("team", b's', "t1"), ("feature", b's', "alerts"), ("feature", b's', "billing"), ("sev", b'n', "2")] {
+                write_element(&mut buf, k, tag, v.as_bytes());
+                for p in positions(&buf) {
+                    want.view_bits_mut::<Msb0>().set(p as usize % bits, true);
+                }
+            }
+            assert_eq!(bm.folded(bits), want, "{bits}");
+        }
+        assert!(!width_ok(64) && !width_ok(500) && width_ok(256));
     }
 
     #[test]

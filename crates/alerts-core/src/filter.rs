@@ -205,6 +205,31 @@ impl Filter {
         self.bloom_match_words(&words_of(bytes))
     }
 
+    /// The probabilistic test on a bitmap of any width a column may have
+    /// (64, 32 or 16 bytes: `bit(512)`, or folded to `bit(256)` or
+    /// `bit(128)`), the masks folded to it. Allocation-free.
+    #[inline]
+    pub fn bloom_match_bytes(&self, bytes: &[u8]) -> bool {
+        if let Ok(full) = <&[u8; BITMAP_BYTES]>::try_from(bytes) {
+            return self.bloom_match(full);
+        }
+        if self.never {
+            return false;
+        }
+        let n = bytes.len() / 8;
+        debug_assert!(n > 0 && BITMAP_BYTES / 8 % n == 0 && bytes.len() % 8 == 0);
+        let mut w = [0u64; BITMAP_BYTES / 8];
+        for (i, chunk) in bytes.chunks_exact(8).enumerate() {
+            w[i] = u64::from_ne_bytes(chunk.try_into().expect("8 bytes"));
+        }
+        let w = &w[..n];
+        covers_folded(w, &self.all)
+            && self
+                .any
+                .iter()
+                .all(|alts| alts.iter().any(|m| covers_folded(w, m)))
+    }
+
     /// The exact test on an attributes object.
     pub fn exact_match(&self, attrs: &Value) -> Result<bool, Error> {
         let obj = attributes_object(attrs)?;
@@ -254,6 +279,17 @@ fn is_plain_decimal(s: &str) -> bool {
 #[inline(always)]
 fn covers(w: &Words, mask: &Words) -> bool {
     w.iter().zip(mask).all(|(a, m)| a & m == *m)
+}
+
+/// Every bit of `mask` folded to `w.len()` words is set in `w`. Words are
+/// whole 8-byte slices, so folding words is folding bytes.
+#[inline(always)]
+fn covers_folded(w: &[u64], mask: &Words) -> bool {
+    let n = w.len();
+    w.iter().enumerate().all(|(i, a)| {
+        let m = mask.iter().skip(i).step_by(n).fold(0, |acc, x| acc | x);
+        a & m == m
+    })
 }
 
 fn value_mask(buf: &mut Vec<u8>, key: &str, v: &EncodedValue) -> Bitmap {
@@ -333,6 +369,44 @@ mod tests {
         }
         let e = Filter::single_mask(&json!({"a": ["x"]})).unwrap_err();
         assert!(e.hint.contains("alerts_bloom_match"));
+    }
+
+    #[test]
+    fn folded_tests_agree_with_folded_masks() {
+        // At every width: no false negative, and the test is exactly
+        // "the folded bitmap covers the folded mask" (of each clause).
+        let rows = [
+            json!({"team": "t1", "feature": ["a", "b"], "sev": 2}),
+            json!({"team": "t2", "feature": "c"}),
+            json!({}),
+        ];
+        let filters = [
+            json!({"team": "t1"}),
+            json!({"team": "t1", "feature": "b"}),
+            json!({"feature": ["x", "b"]}),
+            json!({"team": "t9"}),
+            json!({"team": []}),
+            json!({}),
+        ];
+        for attrs in &rows {
+            let bm = bloom(attrs).unwrap();
+            for filter in &filters {
+                let f = Filter::compile(filter).unwrap();
+                let exact = f.exact_match(attrs).unwrap();
+                assert_eq!(f.bloom_match_bytes(&bm.0), f.bloom_match(&bm.0));
+                for bits in [128usize, 256] {
+                    let folded = bm.folded(bits);
+                    let says = f.bloom_match_bytes(&folded);
+                    assert!(says || !exact, "false negative at {bits} for {filter} on {attrs}");
+                    assert!(says || !f.bloom_match(&bm.0), "folding only adds maybes");
+                    if !filter.as_object().unwrap().values().any(|v| v.is_array()) {
+                        let m = Filter::single_mask(filter).unwrap().folded(bits);
+                        let covers = folded.iter().zip(&m).all(|(a, m)| a & m == *m);
+                        assert_eq!(says, covers && !f.matches_nothing(), "{bits} {filter} {attrs}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]
