@@ -83,6 +83,9 @@ def build(db, size, anchor):
     psql("postgres", f"CREATE DATABASE {db}")
     t0 = time.time()
     psql_file(db, ROOT / "benches/sql/schema.sql")
+    if BITS != 512:
+        # the same bitmap folded to a narrower column, written by the trigger
+        psql(db, f"ALTER TABLE alerts ALTER COLUMN attribute_values_bitmap TYPE bit({BITS})")
     psql_file(db, ROOT / "benches/sql/tags.sql")
     params = dict(SIZES[size], anchor=anchor)
     psql_file(db, ROOT / "benches/sql/generate.sql", params)
@@ -483,8 +486,8 @@ def write_bench(db, seconds, workdir, rounds=1):
         if "rum" in opts and not has_rum():
             continue
         t = f"w_alerts_{n}"
-        bitmap = "attribute_values_bitmap bit(512)" + (
-            " GENERATED ALWAYS AS (alerts_bloom(attribute_values)) STORED" if "generated" in opts else "")
+        bitmap = f"attribute_values_bitmap bit({BITS})" + (
+            f" GENERATED ALWAYS AS (alerts_bloom(attribute_values, {BITS})) STORED" if "generated" in opts else "")
         ddl = [
             f"DROP TABLE IF EXISTS {t}",
             f"CREATE TABLE {t} (id text COLLATE \"C\" PRIMARY KEY, organisation_id text COLLATE \"C\" NOT NULL, "
@@ -604,6 +607,10 @@ def svg_chart(results, path):
     path.write_text("\n".join(out))
 
 
+# The bitmap column's width (--bitmap-bits).
+BITS = 512
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", choices=SIZES, default="smoke")
@@ -634,6 +641,9 @@ def main():
                          "each setup in its own table")
     ap.add_argument("--mixed-seconds", type=float, default=60, help="seconds per setup of the mixed load")
     ap.add_argument("--insert-rate", type=int, default=200, help="rows/s the mixed load's inserts are throttled to")
+    ap.add_argument("--bitmap-bits", type=int, choices=(512, 256, 128), default=512,
+                    help="the bitmap column's width: bit(512), or the bitmap folded to bit(256) / bit(128) "
+                         "(its own database, alerts_bench_<size>_b<bits>)")
     ap.add_argument("--methods", default=None)
     ap.add_argument("--only", default="", help="substring filter on scenario names")
     ap.add_argument("--skip-write", action="store_true", help="skip the write-path benchmark")
@@ -655,7 +665,9 @@ def main():
     table = layout["table"] if layout else "alerts"
     outdir = args.out or ROOT / "benches/results" / (args.size + ("" if not layout else "-" + args.layout))
     outdir.mkdir(parents=True, exist_ok=True)
-    db = f"alerts_bench_{args.size}"
+    global BITS
+    BITS = args.bitmap_bits
+    db = f"alerts_bench_{args.size}" + (f"_b{BITS}" if BITS != 512 else "")
     anchor = time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime())
     anchor = build(db, args.size, anchor)
     if layout:
@@ -715,7 +727,7 @@ def main():
     sz = sizes(db) if not layout else layout_sizes(db, table)
     shutil.rmtree(work, ignore_errors=True)
 
-    meta = dict(size=args.size, layout=args.layout, anchor=anchor, seconds_per_cell=seconds, rounds=args.rounds, transactions_per_cell=args.transactions,
+    meta = dict(size=args.size, layout=args.layout, bitmap_bits=BITS, anchor=anchor, seconds_per_cell=seconds, rounds=args.rounds, transactions_per_cell=args.transactions,
                 write_seconds=wseconds, write_rounds=args.write_rounds,
                 cpu=os.cpu_count(),
                 postgres=psql(db, "SHOW server_version")[0][0], unavailable=unavailable,
@@ -767,6 +779,7 @@ def goal_table(results, scen):
 def write_table(results, writes, sz, meta, path):
     where = {"plain": "", "by-created": ", the same rows in 13 monthly partitions by created_at",
              "by-id": ", the same rows in 13 monthly partitions by id (ULID month bounds)"}[meta.get("layout", "plain")]
+    where += f", bitmap column bit({meta['bitmap_bits']})" if meta.get("bitmap_bits", 512) != 512 else ""
     lines = [f"Size `{meta['size']}`{where}, PostgreSQL {meta['postgres']}, {meta['cpu']} cores, shared_buffers "
              f"{meta['shared_buffers']}, pgbench "
              + (f"-t {meta['transactions_per_cell']}" if meta.get("transactions_per_cell") else f"-T {meta['seconds_per_cell']}")

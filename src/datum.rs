@@ -3,8 +3,8 @@
 
 use std::cell::Cell;
 
-use alerts_core::error::{Error, ErrorKind};
 use alerts_core::bloom::width_ok;
+use alerts_core::error::{Error, ErrorKind};
 use alerts_core::{Bitmap, BITMAP_BITS};
 use pgrx::pg_sys::{self, Datum};
 use pgrx::{PgLogLevel, PgSqlErrorCode};
@@ -114,8 +114,8 @@ pub unsafe fn bitmap_arg<'a>(d: Datum) -> &'a [u8] {
     } else {
         -1
     };
-    let ok = usize::try_from(bit_len)
-        .is_ok_and(|bits| width_ok(bits) && bytes.len() == 4 + bits / 8);
+    let ok =
+        usize::try_from(bit_len).is_ok_and(|bits| width_ok(bits) && bytes.len() == 4 + bits / 8);
     if !ok {
         error(
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,

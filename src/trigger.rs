@@ -101,7 +101,10 @@ pub unsafe extern "C-unwind" fn alerts_bloom_trigger(fcinfo: pg_sys::FunctionCal
             // NULL attributes give a NULL bitmap, as the STRICT alerts_bloom() does.
             (Datum::from(0usize), true)
         } else {
-            (bitmap_datum_bits(&crate::jsonb::bloom_of(attrs), bits), false)
+            (
+                bitmap_datum_bits(&crate::jsonb::bloom_of(attrs), bits),
+                false,
+            )
         };
         let mut cols = [bitmap_no];
         let mut values = [value];

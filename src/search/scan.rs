@@ -505,7 +505,11 @@ impl<'a> IndexWalk<'a> {
                 }
                 if let Some(b) = self.layout.bitmap_in_index {
                     // A NULL bitmap (not yet backfilled) is a candidate.
-                    if !nulls[b] && !self.filter.bloom_match_bytes(crate::datum::bitmap_arg(values[b])) {
+                    if !nulls[b]
+                        && !self
+                            .filter
+                            .bloom_match_bytes(crate::datum::bitmap_arg(values[b]))
+                    {
                         continue;
                     }
                 }
@@ -728,8 +732,9 @@ impl<'a> IndexWalk<'a> {
                     let matched = compare(bytes(org), tenant, l.org_collation).is_eq()
                         && (above.is_gt() || (above.is_eq() && !strict))
                         && upper.is_none_or(|u| compare(id, bytes(u), l.id_collation).is_lt())
-                        && value(l.bitmap)
-                            .is_none_or(|bm| self.filter.bloom_match_bytes(crate::datum::bitmap_arg(bm)))
+                        && value(l.bitmap).is_none_or(|bm| {
+                            self.filter.bloom_match_bytes(crate::datum::bitmap_arg(bm))
+                        })
                         && self.columns_match()
                         && crate::jsonb::exact_match_of(self.filter, attrs);
                     trace::candidate(matched);

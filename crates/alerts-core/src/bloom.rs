@@ -240,7 +240,12 @@ mod tests {
         let mut buf = Vec::new();
         for bits in [128usize, 256] {
             let mut want = vec![0u8; bits / 8];
-            for (k, tag, v) in [("team", b's', "t1"), ("feature", b's', "alerts"), ("feature", b's', "billing"), ("sev", b'n', "2")] {
+            for (k, tag, v) in [
+                ("team", b's', "t1"),
+                ("feature", b's', "alerts"),
+                ("feature", b's', "billing"),
+                ("sev", b'n', "2"),
+            ] {
                 write_element(&mut buf, k, tag, v.as_bytes());
                 for p in positions(&buf) {
                     want.view_bits_mut::<Msb0>().set(p as usize % bits, true);

@@ -397,12 +397,19 @@ mod tests {
                 for bits in [128usize, 256] {
                     let folded = bm.folded(bits);
                     let says = f.bloom_match_bytes(&folded);
-                    assert!(says || !exact, "false negative at {bits} for {filter} on {attrs}");
+                    assert!(
+                        says || !exact,
+                        "false negative at {bits} for {filter} on {attrs}"
+                    );
                     assert!(says || !f.bloom_match(&bm.0), "folding only adds maybes");
                     if !filter.as_object().unwrap().values().any(|v| v.is_array()) {
                         let m = Filter::single_mask(filter).unwrap().folded(bits);
                         let covers = folded.iter().zip(&m).all(|(a, m)| a & m == *m);
-                        assert_eq!(says, covers && !f.matches_nothing(), "{bits} {filter} {attrs}");
+                        assert_eq!(
+                            says,
+                            covers && !f.matches_nothing(),
+                            "{bits} {filter} {attrs}"
+                        );
                     }
                 }
             }
