@@ -45,7 +45,7 @@ pub unsafe extern "C-unwind" fn alerts_bloom_bits(fcinfo: pg_sys::FunctionCallIn
     crate::datum::enter("alerts_bloom");
     // SAFETY: STRICT, arguments (jsonb, int4).
     unsafe {
-        let bits = width_arg(arg(fcinfo, 1), "alerts_bloom");
+        let bits = width_arg(arg(fcinfo, 1));
         bitmap_datum_bits(&crate::jsonb::bloom_of(arg(fcinfo, 0)), bits)
     }
 }
@@ -61,20 +61,21 @@ pub unsafe extern "C-unwind" fn alerts_mask_bits(fcinfo: pg_sys::FunctionCallInf
     crate::datum::enter("alerts_mask");
     // SAFETY: STRICT, arguments (jsonb, int4).
     unsafe {
-        let bits = width_arg(arg(fcinfo, 1), "alerts_mask");
+        let bits = width_arg(arg(fcinfo, 1));
         let filter = jsonb_value(arg(fcinfo, 0));
         bitmap_datum_bits(&Filter::single_mask(&filter).or_raise(), bits)
     }
 }
 
-/// A bitmap width argument: 128, 256 or 512, else an ERROR naming the fix.
-fn width_arg(d: Datum, function: &str) -> usize {
+/// A bitmap width argument: 128, 256 or 512, else an ERROR naming the fix
+/// (prefixed with the calling function's name, see `datum::enter`).
+fn width_arg(d: Datum) -> usize {
     let bits = d.value() as i32;
     match usize::try_from(bits) {
         Ok(b) if alerts_core::bloom::width_ok(b) => b,
         _ => error(
             pgrx::PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("{function}(): the bitmap width must be 512, 256 or 128, got {bits}"),
+            format!("the bitmap width must be 512, 256 or 128, got {bits}"),
             "pass the width of the bitmap column (bit(512), bit(256) or bit(128))",
         ),
     }

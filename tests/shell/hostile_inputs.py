@@ -130,7 +130,7 @@ def rand_ts():
 
 
 def rand_bits():
-    n = rng.choice([0, 1, 511, 512, 512, 513, 1024, 100_000])
+    n = rng.choice([0, 1, 127, 128, 256, 511, 512, 512, 513, 1024, 100_000])
     if rng.random() < 0.1:
         return "B'" + "".join(rng.choice("012") for _ in range(n)) + "'"
     return "B'" + "".join(rng.choice("01") for _ in range(n)) + "'"
@@ -164,10 +164,10 @@ def statements():
     for i in range(CASES):
         kind = rng.randrange(15)
         d = rand_doc()
-        if kind == 0:
-            yield "SELECT alerts_bloom(%s) IS NOT NULL;" % jlit(d)
-        elif kind == 1:
-            yield "SELECT alerts_mask(%s) IS NOT NULL;" % jlit(d)
+        if kind in (0, 1):
+            # the 512-bit form, or a width argument (the narrower columns')
+            width = rng.choice(["", "", ", 512", ", 256", ", 128", ", 0", ", -1", ", 64", ", 2147483647", ", NULL"])
+            yield "SELECT %s(%s%s) IS NOT NULL;" % ("alerts_bloom" if kind == 0 else "alerts_mask", jlit(d), width)
         elif kind == 2:
             yield "SELECT alerts_bloom_match(alerts_bloom(%s), %s);" % (jlit(rand_doc()), jlit(d))
         elif kind == 3:
