@@ -268,7 +268,7 @@ def tags_expr(clauses, col="tags"):
 def masks(db, clauses):
     out = []
     for k, vals, _ in clauses:
-        ms = [psql(db, f"SELECT alerts_mask({lit(json.dumps({k: v}))})::text")[0][0] for v in vals]
+        ms = [psql(db, f"SELECT alerts_mask({lit(json.dumps({k: v}))}, {BITS})::text")[0][0] for v in vals]
         out.append(ms)
     return out
 
