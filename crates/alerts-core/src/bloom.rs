@@ -45,10 +45,9 @@ pub fn width_ok(bits: usize) -> bool {
     WIDTHS.contains(&bits)
 }
 
-/// The first `bytes.len()` bytes of `out`, set to `bytes` folded to
-/// `out.len()` bytes: the OR of its slices of that length. `out.len()` must
-/// divide `bytes.len()`.
-pub fn fold_into(bytes: &[u8], out: &mut [u8]) {
+/// `out` set to `bytes` folded to `out.len()` bytes: the OR of its slices of
+/// that length. `out.len()` must divide `bytes.len()`.
+fn fold_into(bytes: &[u8], out: &mut [u8]) {
     let n = out.len();
     debug_assert!(n > 0 && bytes.len() % n == 0);
     out.copy_from_slice(&bytes[..n]);
@@ -158,9 +157,10 @@ impl Bitmap {
     }
 }
 
-/// Reads 64 bitmap bytes as 8 native-endian words.
+/// Reads bitmap bytes (64, or a folded bitmap's 32 or 16) as native-endian
+/// words; the words past them are 0.
 #[inline]
-pub fn words_of(bytes: &[u8; BITMAP_BYTES]) -> [u64; BITMAP_BYTES / 8] {
+pub fn words_of(bytes: &[u8]) -> [u64; BITMAP_BYTES / 8] {
     let mut w = [0u64; BITMAP_BYTES / 8];
     for (i, chunk) in bytes.chunks_exact(8).enumerate() {
         w[i] = u64::from_ne_bytes(chunk.try_into().expect("8 bytes"));

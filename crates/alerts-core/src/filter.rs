@@ -218,11 +218,8 @@ impl Filter {
         }
         let n = bytes.len() / 8;
         debug_assert!(n > 0 && BITMAP_BYTES / 8 % n == 0 && bytes.len() % 8 == 0);
-        let mut w = [0u64; BITMAP_BYTES / 8];
-        for (i, chunk) in bytes.chunks_exact(8).enumerate() {
-            w[i] = u64::from_ne_bytes(chunk.try_into().expect("8 bytes"));
-        }
-        let w = &w[..n];
+        let words = words_of(bytes);
+        let w = &words[..n];
         covers_folded(w, &self.all)
             && self
                 .any
