@@ -350,8 +350,8 @@ BEGIN
     END IF;
     SELECT format_type(atttypid, atttypmod), attgenerated INTO bitmap_type, bitmap_generated
     FROM pg_attribute WHERE attrelid = rel AND attname = bitmap_column AND attnum > 0 AND NOT attisdropped;
-    IF bitmap_type IS NOT NULL AND bitmap_type NOT IN ('bit(512)', 'bit(256)', 'bit(128)', 'bit varying') THEN
-        RAISE EXCEPTION '%: column %.% exists and is %, not bit(512), bit(256) or bit(128)', caller, rel, quote_ident(bitmap_column), bitmap_type
+    IF bitmap_type IS NOT NULL AND @extschema@.alerts_column_bits(rel, bitmap_column) IS NULL THEN
+        RAISE EXCEPTION '%: column %.% exists and is %, not bit(512), bit(256), bit(128), or bit varying without a length below 512', caller, rel, quote_ident(bitmap_column), bitmap_type
             USING ERRCODE = 'datatype_mismatch',
                   HINT = 'pick another bitmap_column name, or drop that column first';
     END IF;
@@ -697,15 +697,10 @@ COMMENT ON FUNCTION alerts_mask(jsonb, integer) IS
 
 
 CREATE FUNCTION alerts_column_bits(rel regclass, bitmap_column name) RETURNS integer
-    LANGUAGE sql STABLE STRICT PARALLEL SAFE
-    SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT CASE WHEN atttypid = 'bit'::regtype AND atttypmod IN (128, 256, 512) THEN atttypmod
-                WHEN atttypid = 'varbit'::regtype AND (atttypmod < 0 OR atttypmod >= 512) THEN 512 END
-    FROM pg_attribute WHERE attrelid = rel AND attname = bitmap_column AND attnum > 0 AND NOT attisdropped
-$$;
+    AS 'MODULE_PATHNAME', 'alerts_column_bits'
+    LANGUAGE c STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION alerts_column_bits(regclass, name) IS
-    'The width of a table''s bitmap column: 512, 256 or 128 for bit(512), bit(256), bit(128), 512 for bit varying; NULL when the column is missing or of another type.';
+    'The width of a table''s bitmap column, the one the trigger writes: 512, 256 or 128 for bit(512), bit(256), bit(128), 512 for bit varying (unconstrained or at least 512 long); NULL when the column is missing or of another type.';
 
 COMMENT ON FUNCTION alerts_bloom_match(bit, jsonb) IS
     'Fast probabilistic filter test on a bitmap (bit(512), or folded to bit(256) or bit(128)): false means the row cannot match, true that it may (confirm with alerts_attrs_match). The filter is compiled once per query; the per-row test allocates nothing.';

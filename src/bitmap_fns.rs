@@ -13,6 +13,7 @@ crate::finfo_v1!(
     pg_finfo_alerts_bloom,
     pg_finfo_alerts_bloom_bits,
     pg_finfo_alerts_mask_bits,
+    pg_finfo_alerts_column_bits,
     pg_finfo_alerts_bloom_reference,
     pg_finfo_alerts_mask,
     pg_finfo_alerts_bloom_match,
@@ -78,6 +79,47 @@ fn width_arg(d: Datum) -> usize {
             format!("the bitmap width must be 512, 256 or 128, got {bits}"),
             "pass the width of the bitmap column (bit(512), bit(256) or bit(128))",
         ),
+    }
+}
+
+/// `alerts_column_bits(rel regclass, bitmap_column name) RETURNS int`: the
+/// width the trigger writes into that column (`datum::column_bits`, the one
+/// rule every caller shares), NULL when the table has no such column or it
+/// has another type.
+///
+/// # Safety
+/// Called by Postgres through the V1 convention, declared STRICT.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn alerts_column_bits(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    crate::datum::enter("alerts_column_bits");
+    // SAFETY: STRICT, arguments (regclass, name); catalog reads through the
+    // syscache, which answer "no such attribute" for a relation that is gone.
+    unsafe {
+        let relid = pg_sys::Oid::from(arg(fcinfo, 0).value() as u32);
+        let name = arg(fcinfo, 1).cast_mut_ptr::<pg_sys::NameData>();
+        let attnum = pg_sys::get_attnum(relid, (*name).data.as_ptr());
+        let bits = (attnum > 0)
+            .then(|| {
+                let (mut typid, mut typmod, mut collation) =
+                    (pg_sys::InvalidOid, -1, pg_sys::InvalidOid);
+                pg_sys::get_atttypetypmodcoll(
+                    relid,
+                    attnum,
+                    &mut typid,
+                    &mut typmod,
+                    &mut collation,
+                );
+                crate::datum::column_bits(typid, typmod)
+            })
+            .flatten();
+        match bits {
+            Some(b) => Datum::from(b as i32),
+            None => {
+                (*fcinfo).isnull = true;
+                Datum::from(0usize)
+            }
+        }
     }
 }
 

@@ -171,4 +171,18 @@ FROM pg_attribute a JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.
 WHERE a.attrelid = 'small'::regclass AND a.attname = 'bm128';
 SELECT count(*) FILTER (WHERE bm128 IS DISTINCT FROM alerts_bloom(attrs, 128)) AS wrong_bitmaps FROM small;
 DROP TABLE slim;
+-- One width rule, the trigger's: alerts_column_bits reads it for each
+-- column type, and alerts_enable accepts exactly the columns it names.
+CREATE TABLE widths (id text COLLATE "C" PRIMARY KEY, organisation_id text, attribute_values jsonb,
+                     a bit(512), b bit(256), c bit(128), d varbit, e varbit(1024), f varbit(256), g bit(100), h text);
+SELECT c AS column_name, alerts_column_bits('widths', c) AS bits
+FROM unnest(ARRAY['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'nope', 'ctid']::name[]) c;
+SET client_min_messages = warning;
+CALL alerts_enable('widths', bitmap_column => 'e');
+RESET client_min_messages;
+INSERT INTO widths (id, organisation_id, attribute_values) VALUES (alerts_ulid(), 'org1', '{"env": "wide"}');
+SELECT e = alerts_bloom(attribute_values) AS varbit_1024_written, length(e) AS bits_written FROM widths;
+CALL alerts_enable('widths', bitmap_column => 'f');
+CALL alerts_enable('widths', bitmap_column => 'g');
+DROP TABLE widths;
 DROP TABLE live, small, writer_log, writer_stop, writer_done, phases;
