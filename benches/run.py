@@ -652,6 +652,8 @@ def main():
                          "(its own database, alerts_bench_<size>_b<bits>)")
     ap.add_argument("--methods", default=None)
     ap.add_argument("--only", default="", help="substring filter on scenario names")
+    ap.add_argument("--scenarios", default="",
+                    help="only these scenarios, their exact names separated by ';'")
     ap.add_argument("--skip-write", action="store_true", help="skip the write-path benchmark")
     ap.add_argument("--writes-only", action="store_true",
                     help="only the write-path benchmark (its tables start empty: the size only sets the pool "
@@ -696,6 +698,8 @@ def main():
     results, failures = [], []
     for s in scenarios(db, args.size, table):
         if args.writes_only or (args.only and args.only not in s["name"]):
+            continue
+        if args.scenarios and s["name"] not in args.scenarios.split(";"):
             continue
         want = oracle(db, s)
         if s["page"] > 1:
