@@ -652,6 +652,7 @@ def main():
                          "(its own database, alerts_bench_<size>_b<bits>)")
     ap.add_argument("--methods", default=None)
     ap.add_argument("--only", default="", help="substring filter on scenario names")
+    ap.add_argument("--prepared-only", action="store_true", help="no -M simple cells")
     ap.add_argument("--scenarios", default="",
                     help="only these scenarios, their exact names separated by ';'")
     ap.add_argument("--skip-write", action="store_true", help="skip the write-path benchmark")
@@ -723,7 +724,7 @@ def main():
                 print(f"  {m}: WRONG ROWS ({len(got)} rows, expected {len(want_ids)})")
                 continue
             runs.append((m, sql))
-        for mode in (["prepared", "simple"] if s["core"] else ["prepared"]):
+        for mode in (["prepared", "simple"] if s["core"] and not args.prepared_only else ["prepared"]):
             cell = timed_cell(db, runs, seconds, mode, work, args.transactions, args.rounds)
             for m, _ in runs:
                 r = cell[m]
