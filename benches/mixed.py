@@ -62,7 +62,7 @@ def build(db, setup):
     ddl = [f"DROP TABLE IF EXISTS {T}",
            f"CREATE TABLE {T} (id text COLLATE \"C\" PRIMARY KEY, organisation_id text COLLATE \"C\" NOT NULL, "
            "created_at timestamptz NOT NULL, priority_id int NOT NULL, attribute_values jsonb NOT NULL, tags text[]"
-           + (", attribute_values_bitmap bit(512)" if bitmap else "") + ")"]
+           + (f", attribute_values_bitmap bit({bench.BITS})" if bitmap else "") + ")"]
     if bitmap:
         ddl.append(f"CREATE TRIGGER b BEFORE INSERT OR UPDATE ON {T} FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger()")
     psql(db, ddl)
@@ -144,7 +144,8 @@ def write_table(results, meta, path):
              f"{meta['seconds']} s per setup",
              "",
              f"PostgreSQL {meta['postgres']}, {meta['cpu']} cores, {meta['rows']} rows of {meta['tenants']} tenants per "
-             "setup table. Pages: first page of 50, 30-day window, random tenant and team value (~50%, ~1%, ~0.05%, "
+             "setup table" + (f", bitmap column bit({meta['bitmap_bits']})" if meta.get("bitmap_bits", 512) != 512 else "")
+             + ". Pages: first page of 50, 30-day window, random tenant and team value (~50%, ~1%, ~0.05%, "
              "none), half of them also `priority_id IN (1, 2)`; -M prepared. Bytes per row: the table with its "
              "indexes (`pg_total_relation_size`) over its rows, before the run.",
              "",
@@ -158,7 +159,10 @@ def write_table(results, meta, path):
 
 
 def main(args):
-    db = f"alerts_bench_{args.size}"
+    # the bitmap column's width (--bitmap-bits): the setups' tables and the
+    # database the rows come from, as in run.py
+    bench.BITS = args.bitmap_bits
+    db = f"alerts_bench_{args.size}" + (f"_b{bench.BITS}" if bench.BITS != 512 else "")
     if not psql("postgres", f"SELECT 1 FROM pg_database WHERE datname = {lit(db)}"):
         bench.build(db, args.size, time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime()))
     psql(db, "CREATE EXTENSION IF NOT EXISTS alerts")
@@ -173,7 +177,7 @@ def main(args):
     shutil.rmtree(work, ignore_errors=True)
     meta = dict(size=args.size, seconds=seconds, insert_rate=args.insert_rate, cpu=os.cpu_count(),
                 postgres=psql(db, "SHOW server_version")[0][0], rows=results[0]["rows"] if results else 0,
-                tenants=TENANTS)
+                tenants=TENANTS, bitmap_bits=bench.BITS)
     outdir = args.out or bench.ROOT / "benches/results" / f"{args.size}-mixed"
     outdir.mkdir(parents=True, exist_ok=True)
     (outdir / "results.json").write_text(json.dumps(dict(meta=meta, results=results), indent=1))
