@@ -162,7 +162,7 @@ def main(args):
     # the bitmap column's width (--bitmap-bits): the setups' tables and the
     # database the rows come from, as in run.py
     bench.BITS = args.bitmap_bits
-    db = f"alerts_bench_{args.size}" + (f"_b{bench.BITS}" if bench.BITS != 512 else "")
+    db = bench.bench_db(args.size)
     if not psql("postgres", f"SELECT 1 FROM pg_database WHERE datname = {lit(db)}"):
         bench.build(db, args.size, time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime()))
     psql(db, "CREATE EXTENSION IF NOT EXISTS alerts")

@@ -67,6 +67,12 @@ def lit(s):
 
 # --- data ------------------------------------------------------------------
 
+def bench_db(size):
+    """The database of a size's rows at the bitmap width BITS (bit(512): no
+    suffix; a narrower column has its own database, the rows being the same)."""
+    return f"alerts_bench_{size}" + (f"_b{BITS}" if BITS != 512 else "")
+
+
 def has_rum():
     return bool(psql("postgres", "SELECT 1 FROM pg_available_extensions WHERE name = 'rum'"))
 
@@ -679,7 +685,7 @@ def main():
     outdir.mkdir(parents=True, exist_ok=True)
     global BITS
     BITS = args.bitmap_bits
-    db = f"alerts_bench_{args.size}" + (f"_b{BITS}" if BITS != 512 else "")
+    db = bench_db(args.size)
     anchor = time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime())
     anchor = build(db, args.size, anchor)
     if layout:
