@@ -58,7 +58,15 @@ def pct(xs, q):
 
 
 def main(args):
-    db = f"alerts_bench_{args.size}"
+    bench.BITS = args.bitmap_bits
+    db = bench.bench_db(args.size)
+    if not psql("postgres", f"SELECT 1 FROM pg_database WHERE datname = {lit(db)}"):
+        raise SystemExit(f"cold: no database {db}: build it first with "
+                         f"python3 benches/run.py --size {args.size} --bitmap-bits {bench.BITS}")
+    if not psql(db, "SELECT 1 FROM pg_extension WHERE extname = 'alerts'") or \
+            not psql(db, "SELECT to_regclass('alerts_keys_idx') IS NOT NULL")[0][0] == "t":
+        # the recommended setup's tenant-keys index, as run.py leaves it
+        bench.refresh_extension(db, ["alerts"])
     data_dir = subprocess.run(["psql", "-X", "-At", "-h", bench.PG["host"], "-p", str(bench.PG["port"]), "-U", "postgres",
                                "-d", db, "-c", "SHOW data_directory"], check=True, capture_output=True,
                               text=True).stdout.strip()
@@ -70,7 +78,8 @@ def main(args):
     n = args.tenants
     orgs = [r[0] for r in psql(db, f"SELECT org FROM bench_orgs WHERE role = 'other' ORDER BY seq LIMIT {n + 1}")]
     warmup, measured = orgs[0], orgs[1:]
-    outdir = args.out or bench.ROOT / "benches/results" / f"{args.size}-cold"
+    outdir = args.out or bench.ROOT / "benches/results" / (
+        f"{args.size}-cold" + (f"-b{bench.BITS}" if bench.BITS != 512 else ""))
     outdir.mkdir(parents=True, exist_ok=True)
     results = []
     for label, cls in CLASSES:
@@ -98,11 +107,11 @@ def main(args):
             results.append(r)
             print(f"  {label:11s} {m:8s} cold p50 {r['cold_p50']:8.2f} p95 {r['cold_p95']:8.2f} p99 {r['cold_p99']:8.2f}"
                   f"  warm p50 {r['warm_p50']:6.2f} p95 {r['warm_p95']:6.2f} ms", flush=True)
-    meta = dict(size=args.size, tenants=len(measured), postgres=psql(db, "SHOW server_version")[0][0],
+    meta = dict(size=args.size, bitmap_bits=bench.BITS, tenants=len(measured), postgres=psql(db, "SHOW server_version")[0][0],
                 shared_buffers=psql(db, "SHOW shared_buffers")[0][0], cpu=bench.os.cpu_count(),
                 when=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     (outdir / "results.json").write_text(json.dumps(dict(meta=meta, results=results), indent=1))
-    lines = [f"Cold cache, size `{args.size}`, PostgreSQL {meta['postgres']}, {meta['cpu']} cores, shared_buffers "
+    lines = [f"Cold cache, size `{args.size}`, bitmap column bit({bench.BITS}), PostgreSQL {meta['postgres']}, {meta['cpu']} cores, shared_buffers "
              f"{meta['shared_buffers']}: for each filter class and method, the server restarted and its files "
              f"evicted from the OS cache (`vmtouch -e`), then one page (50 rows, 30-day window) for each of "
              f"{meta['tenants']} tenants (12k-140k alerts) not read before, then the same calls again warm. "

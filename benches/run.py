@@ -747,7 +747,7 @@ def main():
     sz = sizes(db) if not layout else layout_sizes(db, table)
     shutil.rmtree(work, ignore_errors=True)
 
-    meta = dict(size=args.size, layout=args.layout, bitmap_bits=BITS, anchor=anchor, seconds_per_cell=seconds, rounds=args.rounds, transactions_per_cell=args.transactions,
+    meta = dict(size=args.size, layout=args.layout, bitmap_bits=BITS, writes_only=args.writes_only, anchor=anchor, seconds_per_cell=seconds, rounds=args.rounds, transactions_per_cell=args.transactions,
                 write_seconds=wseconds, write_rounds=args.write_rounds,
                 cpu=os.cpu_count(),
                 postgres=psql(db, "SHOW server_version")[0][0], unavailable=unavailable,
@@ -801,10 +801,13 @@ def write_table(results, writes, sz, meta, path):
     where = {"plain": "", "by-created": ", the same rows in 13 monthly partitions by created_at",
              "by-id": ", the same rows in 13 monthly partitions by id (ULID month bounds)"}[meta.get("layout", "plain")]
     where += f", bitmap column bit({meta['bitmap_bits']})" if meta.get("bitmap_bits", 512) != 512 else ""
-    if not results:  # --writes-only
+    if meta.get("writes_only"):
         lines = [f"Size `{meta['size']}` (the pool of rows inserted){where}, PostgreSQL {meta['postgres']}, "
                  f"{meta['cpu']} cores, shared_buffers {meta['shared_buffers']}; each variant's table starts empty."]
         return write_table_writes(lines, writes, {}, meta, path)
+    if not results:
+        lines = [f"Size `{meta['size']}`{where}: no scenario was measured (--only / --scenarios matched none).", ""]
+        return write_table_writes(lines, writes, sz, meta, path)
     lines = [f"Size `{meta['size']}`{where}, PostgreSQL {meta['postgres']}, {meta['cpu']} cores, shared_buffers "
              f"{meta['shared_buffers']}, pgbench "
              + (f"-t {meta['transactions_per_cell']}" if meta.get("transactions_per_cell") else f"-T {meta['seconds_per_cell']}")
