@@ -248,8 +248,10 @@ unsafe fn statements(relid: Oid, ext_schema: &str) -> Distributed {
 /// relcache epoch, not per call).
 unsafe fn prepare_once(sql: &str, types: &[Oid]) -> pg_sys::SPIPlanPtr {
     let c = std::ffi::CString::new(sql).expect("no NUL in SQL");
-    // SAFETY: SPI is connected by the caller; the plan lives until SPI_finish.
+    // SAFETY: SPI is connected here or by the caller; the plan lives until
+    // SPI_finish.
     unsafe {
+        super::spi::connect();
         let plan = pg_sys::SPI_prepare(c.as_ptr(), types.len() as i32, types.as_ptr() as *mut Oid);
         assert!(!plan.is_null(), "catalog statement failed to prepare");
         plan

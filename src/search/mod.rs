@@ -199,10 +199,11 @@ pub unsafe fn rows_with_id(relid: Oid, org: Datum, id: Datum) -> Vec<Datum> {
 }
 
 /// The schema the extension is installed in (read when a table's
-/// statements are first prepared, SPI connected).
+/// statements are first prepared).
 fn extension_schema() -> String {
-    // SAFETY: SPI is connected by the caller (`fill`); one catalog read.
+    // SAFETY: SPI is connected here or by the caller; one catalog read.
     unsafe {
+        spi::connect();
         let rc = pg_sys::SPI_execute(
             c"SELECT n.nspname::text FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'alerts'".as_ptr(),
             true,
@@ -389,11 +390,19 @@ fn function_schema(fcinfo: pg_sys::FunctionCallInfo) -> String {
 /// are first prepared).
 unsafe fn fill(ext_schema: &dyn Fn() -> String, args: &Args, page: &mut Page) {
     RUNNING.with(|r| r.set(r.get() + 1));
-    // SAFETY: as fill_running's; the count is restored on error too.
+    let depth = spi::begin_search();
+    let ok = std::cell::Cell::new(false);
+    // SAFETY: as fill_running's; the count and the lazy connection's entry
+    // are restored on error too.
     pgrx::PgTryBuilder::new(std::panic::AssertUnwindSafe(|| unsafe {
-        fill_running(ext_schema, args, page)
+        fill_running(ext_schema, args, page);
+        ok.set(true);
     }))
-    .finally(|| RUNNING.with(|r| r.set(r.get() - 1)))
+    .finally(|| {
+        // SAFETY: this search's entry, ended once.
+        unsafe { spi::end_search(depth, ok.get()) };
+        RUNNING.with(|r| r.set(r.get() - 1))
+    })
     .execute()
 }
 
@@ -404,22 +413,9 @@ pub fn running() -> bool {
 
 /// As [`fill`], counted in `RUNNING`.
 unsafe fn fill_running(ext_schema: &dyn Fn() -> String, args: &Args, page: &mut Page) {
-    // SAFETY: SPI is connected here and finished before returning; the
-    // argument datums are live for the call.
+    // SAFETY: SPI is connected by the first statement (`spi::connect`) and
+    // finished by `fill`; the argument datums are live for the call.
     unsafe {
-        // Our statements resolve operators and functions with a fixed
-        // search_path, whatever the caller's: as a function's `SET
-        // search_path` clause would, restored at the end of the call (or by
-        // the transaction's abort on error).
-        let guc_level = pg_sys::NewGUCNestLevel();
-        crate::compat::set_local_search_path(c"pg_catalog, pg_temp");
-        if pg_sys::SPI_connect() != pg_sys::SPI_OK_CONNECT as i32 {
-            error(
-                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-                "alerts_search: SPI_connect failed".into(),
-                "report this as a bug",
-            );
-        }
         let relid = args.relid;
         trace::page_starts(trace::Route::Walk);
         let target = CITUS.with(|c| {
@@ -458,8 +454,6 @@ unsafe fn fill_running(ext_schema: &dyn Fn() -> String, args: &Args, page: &mut 
             search(source, args, ext_schema, page);
         }
         trace::page_ends();
-        pg_sys::SPI_finish();
-        pg_sys::AtEOXact_GUC(true, guc_level);
     }
 }
 

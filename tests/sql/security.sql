@@ -18,6 +18,15 @@ FROM generate_series(1, 3000) g;
 CREATE TABLE sec_expected AS
 SELECT f, array(SELECT id FROM alerts_search(NULL::sec, 'org1', f::jsonb, '-infinity', NULL, 40)) AS ids
 FROM unnest(ARRAY['{"env": "e1"}', '{"env": ["e2", "e3"], "n": 4}', '{}', '{"env": "none"}']) f;
+-- A copy whose statements are first prepared under the hostile path below
+-- (a search connects to SPI and pins search_path only at its first
+-- statement); its answers from plain SQL.
+CREATE TABLE sec_fresh AS SELECT * FROM sec;
+CREATE INDEX ON sec_fresh (organisation_id, id DESC) INCLUDE (attribute_values_bitmap);
+CREATE TABLE sec_fresh_expected AS
+SELECT f, array(SELECT id FROM sec_fresh WHERE organisation_id = 'org1' AND alerts_attrs_match(attribute_values, f::jsonb)
+                ORDER BY id DESC LIMIT 40) AS ids
+FROM unnest(ARRAY['{"env": "e1"}', '{"env": ["e2", "e3"], "n": 4}', '{}', '{"env": "none"}']) f;
 CREATE TABLE sec_bitmaps AS SELECT alerts_bloom('{"env": "e1", "n": 1}') AS b, alerts_mask('{"env": "e1"}') AS m;
 
 -- A schema that shadows operators and functions the extension uses: text
@@ -44,6 +53,8 @@ CREATE INDEX sec_gin ON public.sec USING gin (attribute_values jsonb_path_ops);
 SELECT e.f, array(SELECT id FROM public.alerts_search(NULL::public.sec, 'org1', e.f::jsonb, '-infinity', NULL, 40)) OPERATOR(pg_catalog.=) e.ids AS same
 FROM public.sec_expected e ORDER BY e.f;
 DROP INDEX public.sec_gin;
+SELECT e.f, array(SELECT id FROM public.alerts_search(NULL::public.sec_fresh, 'org1', e.f::jsonb, '-infinity', NULL, 40)) OPERATOR(pg_catalog.=) e.ids AS same
+FROM public.sec_fresh_expected e ORDER BY e.f;
 -- The C functions called by their qualified names, the trigger on insert.
 SELECT public.alerts_bloom('{"env": "e1", "n": 1}') OPERATOR(pg_catalog.=) b AS bloom_same,
        public.alerts_mask('{"env": "e1"}') OPERATOR(pg_catalog.=) m AS mask_same
