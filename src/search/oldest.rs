@@ -103,28 +103,20 @@ unsafe fn rest_of_page(
             by_keys(st, call, walker, lower, page, weeks);
             return;
         }
-        match &call.jsonpath {
-            Some(path) if call.paths.gin => {
-                trace::rare_path(false);
-                let path = crate::datum::jsonpath_datum(path);
-                page.add(call.execute_nullable(
-                    st.gin_oldest,
-                    &[
-                        Some(call.org),
-                        Some(lower.0),
-                        Some(Datum::from(lower.1)),
-                        Some(call.filter),
-                        Some(Datum::from(page.want)),
-                        Some(path),
-                        ascending(call).upper,
-                    ],
-                ));
-            }
-            _ => {
-                let walked = walker.chunk(page, None);
-                trace::walked(walked.entries);
-            }
-        }
+        super::rare::gin_or_walk(call, walker, page, |path, want| {
+            call.execute_nullable(
+                st.gin_oldest,
+                &[
+                    Some(call.org),
+                    Some(lower.0),
+                    Some(Datum::from(lower.1)),
+                    Some(call.filter),
+                    Some(want),
+                    Some(path),
+                    ascending(call).upper,
+                ],
+            )
+        });
     }
 }
 

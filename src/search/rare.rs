@@ -34,24 +34,36 @@ pub unsafe fn rest_of_page(
             trace::rare_path(true);
             return;
         }
+        gin_or_walk(call, walker, page, |path, want| {
+            call.execute(
+                st.gin,
+                &[call.org, call.floor, cursor, call.filter, want, path],
+            )
+        });
+    }
+}
+
+/// The rest of a page without the keys index: one GIN statement (`gin`,
+/// given the filter's jsonpath and the rows wanted) when the table has a
+/// GIN index and the filter a jsonpath, else the rest of the walk from
+/// where the walker stands.
+///
+/// # Safety
+/// As [`rest_of_page`].
+pub unsafe fn gin_or_walk(
+    call: &Call,
+    walker: &mut dyn Walk,
+    page: &mut Page,
+    gin: impl FnOnce(Datum, Datum) -> *mut pgrx::pg_sys::SPITupleTable,
+) {
+    // SAFETY: as the caller's.
+    unsafe {
         match &call.jsonpath {
             Some(path) if call.paths.gin => {
                 trace::rare_path(false);
                 let path = crate::datum::jsonpath_datum(path);
-                page.add(call.execute(
-                    st.gin,
-                    &[
-                        call.org,
-                        call.floor,
-                        cursor,
-                        call.filter,
-                        Datum::from(page.want),
-                        path,
-                    ],
-                ));
+                page.add(gin(path, Datum::from(page.want)));
             }
-            // Neither index answers: the rest of the walk, from where the
-            // walker stands (which is `cursor`).
             _ => {
                 let walked = walker.chunk(page, None);
                 trace::walked(walked.entries);
