@@ -662,10 +662,15 @@ def main():
     ap.add_argument("--scenarios", default="",
                     help="only these scenarios, their exact names separated by ';'")
     ap.add_argument("--skip-write", action="store_true", help="skip the write-path benchmark")
+    ap.add_argument("--synchronous-commit", choices=("off", "on"), default=None,
+                    help="synchronous_commit of the write-path sessions (default: the server's, off on the "
+                         "benchmark's cluster: the CPU cost of an insert; on: PostgreSQL's default durability)")
     ap.add_argument("--writes-only", action="store_true",
                     help="only the write-path benchmark (its tables start empty: the size only sets the pool "
                          "of rows inserted)")
     args = ap.parse_args()
+    if args.synchronous_commit:
+        _PGOPTIONS["write"] = f"-c synchronous_commit={args.synchronous_commit}"
     if args.citus:
         import citus
         return citus.main(args)
@@ -749,6 +754,8 @@ def main():
 
     meta = dict(size=args.size, layout=args.layout, bitmap_bits=BITS, writes_only=args.writes_only, anchor=anchor, seconds_per_cell=seconds, rounds=args.rounds, transactions_per_cell=args.transactions,
                 write_seconds=wseconds, write_rounds=args.write_rounds,
+                synchronous_commit=psql(db, "SHOW synchronous_commit")[0][0] if not args.synchronous_commit
+                else args.synchronous_commit,
                 cpu=os.cpu_count(),
                 postgres=psql(db, "SHOW server_version")[0][0], unavailable=unavailable,
                 shared_buffers=psql(db, "SHOW shared_buffers")[0][0])
@@ -867,7 +874,8 @@ def write_table_writes(lines, writes, sz, meta, path):
     """The write-path and size sections of table.md, then writes it."""
     if writes:
         wr = meta.get("write_rounds", 1)
-        lines += ["", f"Write path (INSERT of one alert, -M prepared, {meta.get('write_seconds', '?')} s a cell"
+        sync = f", synchronous_commit {meta['synchronous_commit']}" if meta.get("synchronous_commit") else ""
+        lines += ["", f"Write path (INSERT of one alert, -M prepared{sync}, {meta.get('write_seconds', '?')} s a cell"
                   + (f", {wr} rounds with the variants taking turns, medians" if wr > 1 else "") + "):", "",
                   "| variant | clients | rows/s | p95 ms | ratio to no bitmap |", "|---|---|---|---|---|"]
     for w in writes:
