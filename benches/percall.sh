@@ -11,8 +11,7 @@
 #
 # Each FILE holds one SELECT (a method's query as benches/run.py writes it).
 # Runs on the server PGHOST/PGPORT name, whose pg_config is first on PATH;
-# replacing the library needs write
-# access to the server's pkglibdir.
+# replacing the library needs write access to the server's pkglibdir.
 set -euo pipefail
 rounds=3 calls=20000 a= b=
 while getopts a:b:r:n: opt; do
