@@ -179,21 +179,18 @@ pub unsafe fn rows(args: &Args) -> Vec<Datum> {
 /// # Safety
 /// `org` and `id` are live text datums; `relid` is a table.
 pub unsafe fn rows_with_id(relid: Oid, org: Datum, id: Datum) -> Vec<Datum> {
-    // SAFETY: SPI is connected around one read-only statement, with the
-    // caller's snapshot; search_path is pinned as in `fill`.
+    // SAFETY: one read-only statement, connected and with search_path
+    // pinned as in `fill`, with the caller's snapshot.
     unsafe {
-        let guc_level = pg_sys::NewGUCNestLevel();
-        crate::compat::set_local_search_path(c"pg_catalog, pg_temp");
         let mut page = Page::rows(i64::MAX); // in the caller's memory
-        pg_sys::SPI_connect();
-        let sql = format!(
-            "SELECT r FROM ONLY {} r WHERE organisation_id = $1 AND id = $2",
-            statements::qualified(relid)
-        );
-        let plan = spi::prepare_unkept(&sql, &[pg_sys::TEXTOID, pg_sys::TEXTOID]);
-        page.add(spi::execute(plan, &[org, id]));
-        pg_sys::SPI_finish();
-        pg_sys::AtEOXact_GUC(true, guc_level);
+        spi::in_search(|| {
+            let sql = format!(
+                "SELECT r FROM ONLY {} r WHERE organisation_id = $1 AND id = $2",
+                statements::qualified(relid)
+            );
+            let plan = spi::prepare_unkept(&sql, &[pg_sys::TEXTOID, pg_sys::TEXTOID]);
+            page.add(spi::execute(plan, &[org, id]));
+        });
         page.into_rows()
     }
 }
@@ -390,19 +387,11 @@ fn function_schema(fcinfo: pg_sys::FunctionCallInfo) -> String {
 /// are first prepared).
 unsafe fn fill(ext_schema: &dyn Fn() -> String, args: &Args, page: &mut Page) {
     RUNNING.with(|r| r.set(r.get() + 1));
-    let depth = spi::begin_search();
-    let ok = std::cell::Cell::new(false);
-    // SAFETY: as fill_running's; the count and the lazy connection's entry
-    // are restored on error too.
+    // SAFETY: as fill_running's; the count is restored on error too.
     pgrx::PgTryBuilder::new(std::panic::AssertUnwindSafe(|| unsafe {
-        fill_running(ext_schema, args, page);
-        ok.set(true);
+        spi::in_search(|| fill_running(ext_schema, args, page))
     }))
-    .finally(|| {
-        // SAFETY: this search's entry, ended once.
-        unsafe { spi::end_search(depth, ok.get()) };
-        RUNNING.with(|r| r.set(r.get() - 1))
-    })
+    .finally(|| RUNNING.with(|r| r.set(r.get() - 1)))
     .execute()
 }
 

@@ -14,7 +14,7 @@ pub use crate::datum::{cstr_owned, text_of};
 /// One running search's SPI connection, made on its first statement: most
 /// pages (a direct walk, a remembered rare filter read from the keys index)
 /// run no statement, and connecting, pinning `search_path` and restoring it
-/// cost about 3 µs of a 60 µs call.
+/// cost about 0.7 µs of a 10 µs no-match call (`benches/percall.sh`).
 struct Lazy {
     /// The GUC nest level of the pinned `search_path`, once connected.
     guc_level: Option<i32>,
@@ -30,10 +30,16 @@ thread_local! {
     static LAZY: RefCell<Vec<Lazy>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Starts a search's lazy connection; returns the depth to give
-/// [`end_search`].
-pub fn begin_search() -> usize {
-    LAZY.with(|l| {
+/// Runs `f` as a search whose statements connect to SPI lazily
+/// ([`connect`]): at its end the connection, if made, is finished,
+/// `search_path` restored and the memory context current at the start made
+/// current again. On error the transaction's abort does the first two, and
+/// only the search's entry is dropped.
+///
+/// # Safety
+/// Inside a transaction.
+pub unsafe fn in_search<T>(f: impl FnOnce() -> T) -> T {
+    let depth = LAZY.with(|l| {
         let mut l = l.borrow_mut();
         // SAFETY: reads the backend's current context.
         l.push(Lazy {
@@ -41,15 +47,40 @@ pub fn begin_search() -> usize {
             cxt: unsafe { pg_sys::CurrentMemoryContext },
         });
         l.len() - 1
+    });
+    let ok = std::cell::Cell::new(false);
+    pgrx::PgTryBuilder::new(std::panic::AssertUnwindSafe(|| {
+        let out = f();
+        ok.set(true);
+        out
+    }))
+    .finally(|| {
+        // Entries above `depth` are inner searches' that ended by an error.
+        let ended = LAZY.with(|l| {
+            let mut l = l.borrow_mut();
+            l.truncate(depth + 1);
+            l.pop()
+        });
+        if let (true, Some(lazy)) = (ok.get(), ended) {
+            // SAFETY: the connection and nest level are this search's own.
+            unsafe {
+                if let Some(level) = lazy.guc_level {
+                    pg_sys::SPI_finish();
+                    pg_sys::AtEOXact_GUC(true, level);
+                }
+                pg_sys::MemoryContextSwitchTo(lazy.cxt);
+            }
+        }
     })
+    .execute()
 }
 
 /// Connects the innermost running search to SPI if it is not yet, with
 /// `search_path` pinned to `pg_catalog, pg_temp` (our statements resolve
 /// operators and functions with a fixed path, whatever the caller's, as a
 /// function's `SET search_path` clause would; restored at the end of the
-/// search, or by the transaction's abort on error). Without a running
-/// search (callers that connect themselves) it does nothing.
+/// search, or by the transaction's abort on error). Outside [`in_search`]
+/// (callers that connect themselves) it does nothing.
 ///
 /// # Safety
 /// Inside a transaction.
@@ -74,32 +105,6 @@ pub unsafe fn connect() {
             top.guc_level = Some(level);
         }
     })
-}
-
-/// Ends the search begun at `depth`: finishes its SPI connection and
-/// restores `search_path` if it connected, and its memory context. On the
-/// error path (`ok` false) the transaction's abort does both, and only the
-/// entry is dropped.
-///
-/// # Safety
-/// Called once per [`begin_search`], innermost first.
-pub unsafe fn end_search(depth: usize, ok: bool) {
-    let ended = LAZY.with(|l| {
-        let mut l = l.borrow_mut();
-        let ended = (l.len() > depth).then(|| l.swap_remove(depth));
-        l.truncate(depth);
-        ended
-    });
-    if let (true, Some(lazy)) = (ok, ended) {
-        // SAFETY: the connection and nest level are this search's own.
-        unsafe {
-            if let Some(level) = lazy.guc_level {
-                pg_sys::SPI_finish();
-                pg_sys::AtEOXact_GUC(true, level);
-            }
-            pg_sys::MemoryContextSwitchTo(lazy.cxt);
-        }
-    }
 }
 
 /// An identifier quoted for SQL, as `quote_ident` would.
