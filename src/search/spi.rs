@@ -118,7 +118,7 @@ pub fn quoted(ident: &str) -> String {
 /// custom and generic plans.
 ///
 /// # Safety
-/// SPI must be connected.
+/// Inside a search ([`in_search`]: this connects it) or with SPI connected.
 pub unsafe fn prepare(sql: &str, types: &[Oid]) -> pg_sys::SPIPlanPtr {
     // SAFETY: as prepare_with.
     unsafe { prepare_with(sql, types, 0) }
@@ -131,7 +131,7 @@ pub unsafe fn prepare(sql: &str, types: &[Oid]) -> pg_sys::SPIPlanPtr {
 /// from the call's keys and planned every call anew (0.1-0.2 ms each).
 ///
 /// # Safety
-/// SPI must be connected.
+/// Inside a search ([`in_search`]: this connects it) or with SPI connected.
 pub unsafe fn prepare_generic(sql: &str, types: &[Oid]) -> pg_sys::SPIPlanPtr {
     // SAFETY: as prepare_with.
     unsafe { prepare_with(sql, types, pg_sys::CURSOR_OPT_GENERIC_PLAN as i32) }
@@ -141,7 +141,7 @@ pub unsafe fn prepare_generic(sql: &str, types: &[Oid]) -> pg_sys::SPIPlanPtr {
 /// `SPI_finish`).
 ///
 /// # Safety
-/// SPI must be connected.
+/// Inside a search ([`in_search`]: this connects it) or with SPI connected.
 pub unsafe fn prepare_unkept(sql: &str, types: &[Oid]) -> pg_sys::SPIPlanPtr {
     let c = CString::new(sql).expect("no NUL in SQL");
     // SAFETY: SPI is connected here or by the caller; `types` outlives the call.
@@ -189,7 +189,8 @@ unsafe fn prepare_with(sql: &str, types: &[Oid], options: i32) -> pg_sys::SPIPla
 /// its result table, which stays valid until `SPI_finish`.
 ///
 /// # Safety
-/// SPI must be connected and `args` must match the plan's parameter types.
+/// Inside a search ([`in_search`]: this connects it) or with SPI connected;
+/// `args` must match the plan's parameter types.
 pub unsafe fn execute(plan: pg_sys::SPIPlanPtr, args: &[Datum]) -> *mut pg_sys::SPITupleTable {
     let nulls = vec![b' ' as std::ffi::c_char; args.len()];
     // SAFETY: as the caller's; one flag per argument.
