@@ -71,6 +71,7 @@ pub extern "C-unwind" fn _PG_init() {
     // the hook and method table are installed once.
     unsafe {
         pgrx::pg_sys::MarkGUCPrefixReserved(c"alerts".as_ptr());
+        search::register_callbacks();
         custom_scan::init();
     }
 }

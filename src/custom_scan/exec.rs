@@ -400,7 +400,7 @@ impl Run {
             if let Some(id) = self.tie.take() {
                 // All the tenant's rows of the last page's last id; the next
                 // page starts below it.
-                let rows = crate::search::rows_with_id(self.relid, text(&self.org), text(&id));
+                let rows = crate::search::rows_with_id(self.relid, self.rowtype, text(&self.org), text(&id));
                 self.ready.extend(rows);
                 self.past(id);
             } else {
@@ -543,8 +543,14 @@ impl Run {
         unsafe {
             let mut values = Vec::with_capacity(self.exprs.len());
             for &e in &self.exprs {
+                let eval = (*e).evalfunc.expect("an initialised expression");
                 let mut isnull = false;
-                let d = (*e).evalfunc.expect("an initialised expression")(e, econtext, &mut isnull);
+                // An ERROR while evaluating (an unset setting, a parameter
+                // that is not JSON) comes back as a Rust panic through the
+                // guard, unwinding these frames, and is raised again as the
+                // same ERROR where the executor called us: never a longjmp
+                // over Rust frames.
+                let d = pg_sys::ffi::pg_guard_ffi_boundary(|| eval(e, econtext, &mut isnull));
                 values.push((!isnull).then_some(d));
             }
             let shape = self.shape.clone();

@@ -20,9 +20,6 @@ use pgrx::pg_sys::{self, AttrNumber, Oid};
 
 use super::quals::{self, Columns, Kind};
 
-/// The btree operator family of `text`.
-const TEXT_BTREE_FAMILY: u32 = 1994;
-
 static mut PREVIOUS: pg_sys::set_rel_pathlist_hook_type = None;
 
 /// Installs the hook, after any already there.
@@ -149,8 +146,10 @@ unsafe fn offer(
         // can be, or the query's own bounds on `id` refuse it.
         let id_bounded =
             !(found.lower.is_empty() && found.upper.is_empty() && found.upper_inclusive.is_empty());
+        let table = table_of(relid, cols.id);
         if found.filters.is_empty()
-            || !(id_bounded || id_not_null(relid, cols.id))
+            || !table.heap_without_children
+            || !(id_bounded || table.id_not_null)
             || !has_pagination_index(rel, &cols)
             || reads_system_columns(rel, rti)
             || crate::search::is_distributed(relid)
@@ -280,14 +279,30 @@ unsafe fn columns_of(relid: Oid) -> Option<Columns> {
     }
 }
 
-/// Whether column `id` of `relid` is `NOT NULL`.
-unsafe fn id_not_null(relid: Oid, id: AttrNumber) -> bool {
+/// What the offer needs of the table beyond its columns.
+struct Table {
+    /// A table of the heap access method (the search's walk fetches rows
+    /// through the heap's own functions) with no inheritance children. A
+    /// parent's own rows are one member of its inheritance expansion, and
+    /// a search of it would read the children too, which the Append reads
+    /// again: the path is not offered for it (its children get it each).
+    heap_without_children: bool,
+    /// Column `id` is `NOT NULL`.
+    id_not_null: bool,
+}
+
+unsafe fn table_of(relid: Oid, id: AttrNumber) -> Table {
     // SAFETY: the planner holds a lock on the relation it plans.
     unsafe {
         let rel = pg_sys::relation_open(relid, pg_sys::NoLock as i32);
-        let not_null = crate::compat::attribute((*rel).rd_att, id as i32).attnotnull;
+        let form = &*(*rel).rd_rel;
+        let table = Table {
+            heap_without_children: form.relam == pg_sys::HEAP_TABLE_AM_OID
+                && !form.relhassubclass,
+            id_not_null: crate::compat::attribute((*rel).rd_att, id as i32).attnotnull,
+        };
         pg_sys::relation_close(rel, pg_sys::NoLock as i32);
-        not_null
+        table
     }
 }
 
@@ -304,7 +319,7 @@ unsafe fn id_order(
     unsafe {
         let pathkey = pg_sys::list_nth((*root).query_pathkeys, 0) as *mut pg_sys::PathKey;
         let ec = (*pathkey).pk_eclass;
-        if u32::from((*pathkey).pk_opfamily) != TEXT_BTREE_FAMILY
+        if (*pathkey).pk_opfamily != pg_sys::TEXT_BTREE_FAM_OID
             || (*ec).ec_collation != cols.id_collation
         {
             return None;
@@ -333,8 +348,10 @@ unsafe fn has_pagination_index(rel: *mut pg_sys::RelOptInfo, cols: &Columns) -> 
                 && keys.len() >= 2
                 && keys[0] == cols.org as i32
                 && keys[1] == cols.id as i32
-                // in the columns' collations: the walk's order is the
-                // query's, its range the query's bounds
+                // by text's own operators (not text_pattern_ops, which
+                // orders bytes) in the columns' collations: the walk's
+                // order is the query's, its range the query's bounds
+                && (0..2).all(|i| *(*index).opfamily.add(i) == pg_sys::TEXT_BTREE_FAM_OID)
                 && *(*index).indexcollations == cols.org_collation
                 && *(*index).indexcollations.add(1) == cols.id_collation
         })

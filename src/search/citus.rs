@@ -20,7 +20,7 @@ use std::panic::AssertUnwindSafe;
 use pgrx::pg_sys::panic::CaughtError;
 use pgrx::pg_sys::PgTryBuilder;
 
-use super::spi::{cstr_owned, execute, execute_nullable, prepare, quoted, rows};
+use super::spi::{cstr_owned, execute, execute_nullable, keep, prepare, quoted, rows};
 use super::statements::qualified;
 use crate::datum::error;
 
@@ -40,6 +40,18 @@ struct Distributed {
     shard: pg_sys::SPIPlanPtr,
     /// The routed call (see `remote_page`).
     routed: pg_sys::SPIPlanPtr,
+}
+
+impl Distributed {
+    /// # Safety
+    /// Neither statement is running.
+    unsafe fn free(self) {
+        // SAFETY: as the caller's; both are kept, each freed once.
+        unsafe {
+            pg_sys::SPI_freeplan(self.shard);
+            pg_sys::SPI_freeplan(self.routed);
+        }
+    }
 }
 
 /// What one table is, per relcache epoch.
@@ -99,14 +111,24 @@ impl CitusCache {
                     (true, Some((_, Some(d)))) => Some(d),
                     (true, _) => Some(statements(relid, &ext_schema())),
                     (false, Some((_, Some(d)))) => {
-                        pg_sys::SPI_freeplan(d.shard);
-                        pg_sys::SPI_freeplan(d.routed);
+                        d.free();
                         None
                     }
                     (false, _) => None,
                 };
                 self.known = Some((epoch, known));
             }
+        }
+    }
+
+    /// Frees the kept statements.
+    ///
+    /// # Safety
+    /// None of them is running.
+    pub unsafe fn free(self) {
+        if let Some((_, Some(d))) = self.known {
+            // SAFETY: as the caller's.
+            unsafe { d.free() }
         }
     }
 
@@ -209,7 +231,7 @@ unsafe fn statements(relid: Oid, ext_schema: &str) -> Distributed {
     unsafe {
         let t = qualified(relid);
         let s = quoted(ext_schema);
-        Distributed {
+        let d = Distributed {
             // The shard's relation when this node holds a placement of it,
             // or when Citus itself sent the call here (a routed statement
             // reads the placement Citus chose for it: during a shard move
@@ -240,7 +262,9 @@ unsafe fn statements(relid: Oid, ext_schema: &str) -> Distributed {
                 ),
                 &[pg_sys::TEXTOID, pg_sys::JSONBOID, pg_sys::TIMESTAMPTZOID, pg_sys::TEXTOID, pg_sys::INT4OID, pg_sys::JSONBOID],
             ),
-        }
+        };
+        keep(&[d.shard, d.routed]);
+        d
     }
 }
 

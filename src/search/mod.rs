@@ -17,6 +17,8 @@
 //! - `oldest.rs`: pages oldest first (`ORDER BY id ASC`, for the custom
 //!   scan): the same walk and rare paths read the other way;
 //! - `routes.rs`: the session's memory of filters found rare;
+//! - `session.rs`: what the session keeps per table, held by one search
+//!   at a time;
 //! - `citus.rs`: Citus distributed tables (the tenant's shard, or one
 //!   routed statement to the node that has it);
 //! - `wire.rs`: the binary form in which that node sends the page back;
@@ -35,14 +37,12 @@ mod probe;
 mod rare;
 mod routes;
 mod scan;
+mod session;
 mod spi;
 mod statements;
 pub mod trace;
 mod walk;
 mod wire;
-
-use std::cell::RefCell;
-use std::collections::HashMap;
 
 use alerts_core::walk::RarePaths;
 use alerts_core::{ulid, Filter};
@@ -51,28 +51,17 @@ use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::PgSqlErrorCode;
 
 use crate::datum::{error, text_datum};
+pub use indexes::register_callbacks;
 use spi::{cstr_owned, Page};
 
 crate::finfo_v1!(pg_finfo_alerts_search);
 crate::finfo_v1!(pg_finfo_alerts_search_wire);
-
-/// What one table read by searches keeps for the session: its statements
-/// and route memory.
-struct Table {
-    statements: statements::Statements,
-    routes: routes::Routes,
-}
 
 thread_local! {
     /// How many searches are running (nested through a statement): while
     /// one is, the custom scan is not offered, so that a search's own
     /// statements keep their plans.
     static RUNNING: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-    /// Backends are single-threaded; the tables live for the session. Keyed
-    /// by the relation read (the table, or a Citus shard of it).
-    static TABLES: RefCell<HashMap<Oid, Table>> = RefCell::new(HashMap::new());
-    /// Whether each searched table is a Citus distributed table.
-    static CITUS: RefCell<HashMap<Oid, citus::CitusCache>> = RefCell::new(HashMap::new());
 }
 
 /// A page read oldest first (`ORDER BY id ASC`, from the custom scan):
@@ -165,30 +154,30 @@ pub struct Args<'a> {
 /// The datums of `args` are live; `relid` is a table with the columns a
 /// search reads (the custom scan's planner checks them).
 pub unsafe fn rows(args: &Args) -> Vec<Datum> {
-    let mut page = Page::rows(args.page_size as i64);
+    let mut page = Page::rows(args.page_size as i64, args.rowtype);
     // SAFETY: as the caller's.
     unsafe { fill(&extension_schema, args, &mut page) };
     page.into_rows()
 }
 
-/// Every row of tenant `org` in `relid` (not its partitions) whose id is
-/// `id`, unfiltered, in the current memory context: where a page ends
-/// among rows sharing its last id, the custom scan reads them all here, so
-/// that the next page (ids below it) loses none.
+/// Every row of tenant `org` in `relid` (not its partitions), of row type
+/// `rowtype`, whose id is `id`, unfiltered, in the current memory context:
+/// where a page ends among rows sharing its last id, the custom scan reads
+/// them all here, so that the next page (ids below it) loses none.
 ///
 /// # Safety
-/// `org` and `id` are live text datums; `relid` is a table.
-pub unsafe fn rows_with_id(relid: Oid, org: Datum, id: Datum) -> Vec<Datum> {
+/// `org` and `id` are live text datums; `relid` is a table, locked.
+pub unsafe fn rows_with_id(relid: Oid, rowtype: Oid, org: Datum, id: Datum) -> Vec<Datum> {
     // SAFETY: one read-only statement, connected and with search_path
     // pinned as in `fill`, with the caller's snapshot.
     unsafe {
-        let mut page = Page::rows(i64::MAX); // in the caller's memory
+        let mut page = Page::rows(i64::MAX, rowtype); // in the caller's memory
         spi::in_search(|| {
             let sql = format!(
                 "SELECT r FROM ONLY {} r WHERE organisation_id = $1 AND id = $2",
                 statements::qualified(relid)
             );
-            let plan = spi::prepare_unkept(&sql, &[pg_sys::TEXTOID, pg_sys::TEXTOID]);
+            let plan = spi::prepare(&sql, &[pg_sys::TEXTOID, pg_sys::TEXTOID]);
             page.add(spi::execute(plan, &[org, id]));
         });
         page.into_rows()
@@ -222,22 +211,22 @@ fn extension_schema() -> String {
 
 /// Whether `relid` is a Citus distributed table (read once per relcache
 /// epoch): Citus plans queries on those itself, and its workers plan the
-/// shards.
+/// shards. Called by the planner hook: the catalog is read as a search
+/// reads it, connected to SPI and with `search_path` pinned, whatever the
+/// path of the query being planned.
 ///
 /// # Safety
 /// `relid` is a valid relation; a transaction is open.
 pub unsafe fn is_distributed(relid: Oid) -> bool {
-    // SAFETY: SPI is connected around the catalog read.
+    // SAFETY: the catalog read runs inside in_search, which connects and
+    // pins on its first statement and restores both at its end.
     unsafe {
-        pg_sys::SPI_connect();
-        let d = CITUS.with(|c| {
-            c.borrow_mut()
-                .entry(relid)
-                .or_default()
+        spi::in_search(|| {
+            let mut held = session::take(&session::CITUS, relid);
+            held.value
+                .get_or_insert_with(Default::default)
                 .distributed(relid, &extension_schema)
-        });
-        pg_sys::SPI_finish();
-        d
+        })
     }
 }
 
@@ -268,7 +257,7 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
         let desc = pg_sys::lookup_rowtype_tupdesc_copy(args.rowtype, -1);
         pg_sys::MemoryContextSwitchTo(old);
 
-        let mut page = Page::store(store, args.page_size as i64);
+        let mut page = Page::store(store, args.page_size as i64, args.rowtype);
         fill(&|| function_schema(fcinfo), &args, &mut page);
 
         (*rsinfo).returnMode = pg_sys::SetFunctionReturnMode::SFRM_Materialize;
@@ -291,7 +280,7 @@ pub unsafe extern "C-unwind" fn alerts_search_wire(fcinfo: pg_sys::FunctionCallI
     // SAFETY: the arguments are checked before use.
     unsafe {
         let args = checked_args(fcinfo);
-        let mut page = Page::rows(args.page_size as i64);
+        let mut page = Page::rows(args.page_size as i64, args.rowtype);
         fill(&|| function_schema(fcinfo), &args, &mut page);
         wire::encode(&page.into_rows(), args.rowtype)
     }
@@ -318,6 +307,11 @@ unsafe fn checked_args<'a>(fcinfo: pg_sys::FunctionCallInfo) -> Args<'a> {
                 "call it as SELECT * FROM alerts_search(NULL::alerts, $1, $2)",
             );
         }
+        // Locked as a statement reading it would be, before anything of it
+        // is read or cached: the invalidations of DDL that committed before
+        // are seen, and none that changes its columns can commit until the
+        // transaction ends (the row type read below stays the rows' type).
+        pg_sys::LockRelationOid(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         let arg = |n: usize| pgrx::fcinfo::pg_getarg_datum(fcinfo, n);
         let (Some(org), Some(filter), Some(since), Some(size)) = (arg(1), arg(2), arg(3), arg(5))
         else {
@@ -407,9 +401,9 @@ unsafe fn fill_running(ext_schema: &dyn Fn() -> String, args: &Args, page: &mut 
     unsafe {
         let relid = args.relid;
         trace::page_starts(trace::Route::Walk);
-        let target = CITUS.with(|c| {
-            let mut c = c.borrow_mut();
-            let cache = c.entry(relid).or_default();
+        let target = {
+            let mut held = session::take(&session::CITUS, relid);
+            let cache = held.value.get_or_insert_with(Default::default);
             match cache.target(relid, args.org, ext_schema) {
                 citus::Target::Remote if args.ascending.is_some() => error(
                     PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
@@ -438,7 +432,7 @@ unsafe fn fill_running(ext_schema: &dyn Fn() -> String, args: &Args, page: &mut 
                 citus::Target::Shard(shard) => Some(shard),
                 citus::Target::Plain => Some(relid),
             }
-        });
+        };
         if let Some(source) = target {
             search(source, args, ext_schema, page);
         }
@@ -450,13 +444,22 @@ unsafe fn fill_running(ext_schema: &dyn Fn() -> String, args: &Args, page: &mut 
 unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page: &mut Page) {
     // SAFETY: SPI is connected by the caller; the datums are live.
     unsafe {
-        TABLES.with(|tables| {
-            let mut tables = tables.borrow_mut();
-            let table = tables.entry(source).or_insert_with(|| Table {
-                // Only when a table's statements are first prepared.
-                statements: statements::Statements::prepare(source, args.relid, &ext_schema()),
-                routes: routes::Routes::default(),
-            });
+        // A shard is locked here, the table by the caller: the caches below
+        // are checked after any DDL that committed before.
+        pg_sys::LockRelationOid(source, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        let mut held = session::take(&session::TABLES, source);
+        if let Some(stale) = held
+            .value
+            .take_if(|t| !t.still_names(source, args.relid))
+        {
+            session::Release::release(stale);
+        }
+        {
+            // Only when a table's statements are first prepared, or when
+            // its name changed.
+            let table = held
+                .value
+                .get_or_insert_with(|| session::Table::prepare(source, args.relid, &ext_schema()));
             // The rare paths: the tenant-keys index if the table has one,
             // else a GIN index on the attributes when the filter has a form
             // it answers (not `{}`, which every row matches).
@@ -538,6 +541,6 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
                     );
                 }
             }
-        });
+        }
     }
 }

@@ -48,6 +48,31 @@ pub struct Layout {
     keys_index: Option<Oid>,
 }
 
+impl Layout {
+    /// Whether the open table and index still have this layout.
+    ///
+    /// # Safety
+    /// Both are open; `index` is the layout's.
+    unsafe fn fits(&self, heap: pg_sys::Relation, index: pg_sys::Relation) -> bool {
+        // SAFETY: as the caller's.
+        unsafe {
+            let form = &*(*index).rd_index;
+            walkable(heap)
+                && form.indrelid == (*heap).rd_id
+                && form.indnkeyatts >= 2
+                && columns((*heap).rd_att)
+                    == Some((
+                        (self.org, self.org_collation),
+                        (self.id, self.id_collation),
+                        self.attrs,
+                        self.bitmap,
+                    ))
+                && form.indkey.values.as_slice(2) == [self.org, self.id]
+                && text_ordered(index, [self.org_collation, self.id_collation])
+        }
+    }
+}
+
 /// The table's layout for the direct walk, or None when it must take the
 /// statement walk (see the module comment).
 ///
@@ -65,34 +90,115 @@ pub unsafe fn layout(relid: Oid) -> Option<Layout> {
     }
 }
 
-unsafe fn layout_of(rel: pg_sys::Relation) -> Option<Layout> {
-    // SAFETY: as layout's.
+/// The column named `name` of `desc`, when it is of one of `types`: its
+/// number and collation.
+///
+/// # Safety
+/// `desc` is a live descriptor.
+unsafe fn column(desc: pg_sys::TupleDesc, name: &str, types: &[Oid]) -> Option<(AttrNumber, Oid)> {
+    // SAFETY: every attribute number read is in 1..=natts.
     unsafe {
-        if (*(*rel).rd_rel).relkind != pg_sys::RELKIND_RELATION as std::ffi::c_char {
-            return None;
-        }
-        let desc = (*rel).rd_att;
-        let column = |name: &str, types: &[Oid]| -> Option<(AttrNumber, Oid)> {
-            for attno in 1..=(*desc).natts {
-                let a = crate::compat::attribute(desc, attno);
-                if !a.attisdropped
-                    && std::ffi::CStr::from_ptr(a.attname.data.as_ptr()).to_bytes()
-                        == name.as_bytes()
-                {
-                    return types
-                        .contains(&a.atttypid)
-                        .then_some((attno as AttrNumber, a.attcollation));
-                }
+        for attno in 1..=(*desc).natts {
+            let a = crate::compat::attribute(desc, attno);
+            if !a.attisdropped
+                && std::ffi::CStr::from_ptr(a.attname.data.as_ptr()).to_bytes() == name.as_bytes()
+            {
+                return types
+                    .contains(&a.atttypid)
+                    .then_some((attno as AttrNumber, a.attcollation));
             }
-            None
-        };
-        let (org, org_coll) = column("organisation_id", &[pg_sys::TEXTOID])?;
-        let (id, id_coll) = column("id", &[pg_sys::TEXTOID])?;
-        let (attrs, _) = column("attribute_values", &[pg_sys::JSONBOID])?;
+        }
+        None
+    }
+}
+
+/// The columns a search reads: `organisation_id`, `id`,
+/// `attribute_values`, the bitmap (with the first two's collations).
+type SearchColumns = ((AttrNumber, Oid), (AttrNumber, Oid), AttrNumber, AttrNumber);
+
+/// # Safety
+/// `desc` is a live descriptor.
+unsafe fn columns(desc: pg_sys::TupleDesc) -> Option<SearchColumns> {
+    // SAFETY: as the caller's.
+    unsafe {
+        let org = column(desc, "organisation_id", &[pg_sys::TEXTOID])?;
+        let id = column(desc, "id", &[pg_sys::TEXTOID])?;
+        let (attrs, _) = column(desc, "attribute_values", &[pg_sys::JSONBOID])?;
         let (bitmap, _) = column(
+            desc,
             "attribute_values_bitmap",
             &[pg_sys::BITOID, pg_sys::VARBITOID],
         )?;
+        Some((org, id, attrs, bitmap))
+    }
+}
+
+/// The tenant-keys index of `relid` (see [`is_keys_index`]), if it has a
+/// valid one; a partitioned table's own index counts.
+///
+/// # Safety
+/// `relid` must be a valid relation, locked by the caller's transaction.
+pub unsafe fn keys_index(relid: Oid) -> Option<Oid> {
+    // SAFETY: relcache entries are valid while open.
+    unsafe {
+        let rel = pg_sys::relation_open(relid, pg_sys::AccessShareLock as i32);
+        let found = columns((*rel).rd_att).and_then(|((org, _), (id, _), attrs, _)| {
+            let list = pg_sys::RelationGetIndexList(rel);
+            (0..pg_sys::list_length(list)).find_map(|i| {
+                let oid = (*pg_sys::list_nth_cell(list, i)).oid_value;
+                let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as i32);
+                let keys = is_keys_index(index, [org, id, attrs]);
+                pg_sys::index_close(index, pg_sys::NoLock as i32);
+                keys.then_some(oid)
+            })
+        });
+        pg_sys::relation_close(rel, pg_sys::NoLock as i32);
+        found
+    }
+}
+
+/// Whether the relation is one the direct walk can read as the heap it
+/// is: a plain table (not a view, not partitioned, no inheritance children,
+/// whose rows a statement would read too) of the heap access method (the
+/// walk fetches through the heap's own HOT-chain search).
+///
+/// # Safety
+/// `rel` is open.
+unsafe fn walkable(rel: pg_sys::Relation) -> bool {
+    // SAFETY: as the caller's.
+    unsafe {
+        let form = &*(*rel).rd_rel;
+        form.relkind == pg_sys::RELKIND_RELATION as std::ffi::c_char
+            && form.relam == pg_sys::HEAP_TABLE_AM_OID
+            && !form.relhassubclass
+    }
+}
+
+/// Whether btree `index` orders its first two columns by text's own
+/// operators (text_ops), in these collations: then its order is the
+/// order `ORDER BY id` means. A `text_pattern_ops` index orders bytes
+/// whatever the collation.
+///
+/// # Safety
+/// `index` is open and has at least two key columns.
+unsafe fn text_ordered(index: pg_sys::Relation, collations: [Oid; 2]) -> bool {
+    // SAFETY: as the caller's.
+    unsafe {
+        (0..2).all(|i| {
+            *(*index).rd_opfamily.add(i) == pg_sys::TEXT_BTREE_FAM_OID
+                && *(*index).rd_opcintype.add(i) == pg_sys::TEXTOID
+                && *(*index).rd_indcollation.add(i) == collations[i]
+        })
+    }
+}
+
+unsafe fn layout_of(rel: pg_sys::Relation) -> Option<Layout> {
+    // SAFETY: as layout's.
+    unsafe {
+        if !walkable(rel) {
+            return None;
+        }
+        let ((org, org_coll), (id, id_coll), attrs, bitmap) = columns((*rel).rd_att)?;
         let list = pg_sys::RelationGetIndexList(rel);
         let mut best: Option<Layout> = None;
         let mut keys_index = None;
@@ -106,10 +212,7 @@ unsafe fn layout_of(rel: pg_sys::Relation) -> Option<Layout> {
                 && form.indnkeyatts >= 2
                 && keys[0] == org
                 && keys[1] == id
-                && *(*index).rd_opcintype == pg_sys::TEXTOID
-                && *(*index).rd_opcintype.add(1) == pg_sys::TEXTOID
-                && *(*index).rd_indcollation == org_coll
-                && *(*index).rd_indcollation.add(1) == id_coll
+                && text_ordered(index, [org_coll, id_coll])
                 && pg_sys::RelationGetIndexPredicate(index).is_null();
             if is_keys_index(index, [org, id, attrs]) {
                 keys_index = Some(oid);
@@ -139,7 +242,7 @@ unsafe fn layout_of(rel: pg_sys::Relation) -> Option<Layout> {
     }
 }
 
-/// Whether `index` is a valid, non-partial GIN index on
+/// Whether `index` is a valid, non-partial GIN index on the extension's
 /// `alerts_keys(organisation_id, id, attribute_values)` of these columns.
 unsafe fn is_keys_index(index: pg_sys::Relation, columns: [AttrNumber; 3]) -> bool {
     // SAFETY: the index is open; its expression list is read from its
@@ -162,9 +265,17 @@ unsafe fn is_keys_index(index: pg_sys::Relation, columns: [AttrNumber; 3]) -> bo
         if (*node).type_ != pg_sys::NodeTag::T_FuncExpr {
             return false;
         }
+        // The extension's own alerts_keys: a function of that name in
+        // another schema computes other keys, and its index answers other
+        // questions.
         let f = node as *mut pg_sys::FuncExpr;
         let name = pg_sys::get_func_name((*f).funcid);
-        if name.is_null() || std::ffi::CStr::from_ptr(name).to_bytes() != b"alerts_keys" {
+        let ours = pg_sys::get_extension_oid(c"alerts".as_ptr(), true);
+        if name.is_null()
+            || std::ffi::CStr::from_ptr(name).to_bytes() != b"alerts_keys"
+            || ours == pg_sys::InvalidOid
+            || pg_sys::getExtensionOfObject(pg_sys::ProcedureRelationId, (*f).funcid) != ours
+        {
             return false;
         }
         let args = (*f).args;
@@ -345,6 +456,19 @@ impl<'a> IndexWalk<'a> {
         unsafe {
             let heap = pg_sys::table_open(source, pg_sys::AccessShareLock as i32);
             let index = pg_sys::index_open(layout.index, pg_sys::AccessShareLock as i32);
+            // The layout was read in this relcache epoch, after the caller
+            // locked the table; checked again on what is open now, so that
+            // no column is ever read as another type.
+            if !layout.fits(heap, index) {
+                crate::datum::error(
+                    pgrx::PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                    format!(
+                        "alerts_search: table {} changed while the search began",
+                        cstr_owned(pg_sys::get_rel_name(source))
+                    ),
+                    "run the search again",
+                );
+            }
             let output = (source != rows_of).then(|| {
                 let rel = pg_sys::table_open(rows_of, pg_sys::AccessShareLock as i32);
                 (

@@ -114,7 +114,8 @@ pub fn quoted(ident: &str) -> String {
     unsafe { cstr_owned(pg_sys::quote_identifier(c.as_ptr())) }
 }
 
-/// Prepares and keeps a statement, left to the plan cache's choice between
+/// Prepares a statement for this SPI connection (freed by `SPI_finish`
+/// unless [`keep`] keeps it), left to the plan cache's choice between
 /// custom and generic plans.
 ///
 /// # Safety
@@ -124,7 +125,7 @@ pub unsafe fn prepare(sql: &str, types: &[Oid]) -> pg_sys::SPIPlanPtr {
     unsafe { prepare_with(sql, types, 0) }
 }
 
-/// Prepares and keeps a statement that always runs its generic plan: for
+/// As [`prepare`], a statement that always runs its generic plan: for
 /// the index statements, whose only possible plans are the bitmap scan of
 /// the index and a sequential scan. Left to choose, the plan cache compared
 /// the generic plan's cost (a default selectivity) with custom plans priced
@@ -137,28 +138,17 @@ pub unsafe fn prepare_generic(sql: &str, types: &[Oid]) -> pg_sys::SPIPlanPtr {
     unsafe { prepare_with(sql, types, pg_sys::CURSOR_OPT_GENERIC_PLAN as i32) }
 }
 
-/// Prepares a statement for this SPI connection only (freed by
-/// `SPI_finish`).
+/// Keeps prepared statements for the session (`SPI_keepplan`). A set of
+/// statements is kept together once all of them are prepared: an error or
+/// a cancel while preparing one leaves the others in the connection's
+/// memory, freed with it, never kept without their owner.
 ///
 /// # Safety
-/// Inside a search ([`in_search`]: this connects it) or with SPI connected.
-pub unsafe fn prepare_unkept(sql: &str, types: &[Oid]) -> pg_sys::SPIPlanPtr {
-    let c = CString::new(sql).expect("no NUL in SQL");
-    // SAFETY: SPI is connected here or by the caller; `types` outlives the call.
-    unsafe {
-        connect();
-        let plan = pg_sys::SPI_prepare(c.as_ptr(), types.len() as i32, types.as_ptr() as *mut Oid);
-        if plan.is_null() {
-            error(
-                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-                format!(
-                    "alerts could not prepare: {}",
-                    cstr_owned(pg_sys::SPI_result_code_string(pg_sys::SPI_result))
-                ),
-                "check that the table has the columns id and organisation_id",
-            );
-        }
-        plan
+/// The plans were prepared on the current connection and are not kept.
+pub unsafe fn keep(plans: &[pg_sys::SPIPlanPtr]) {
+    for &plan in plans {
+        // SAFETY: as the caller's.
+        unsafe { pg_sys::SPI_keepplan(plan) };
     }
 }
 
@@ -180,7 +170,6 @@ unsafe fn prepare_with(sql: &str, types: &[Oid], options: i32) -> pg_sys::SPIPla
                 "check that the table has the columns id, organisation_id, attribute_values and attribute_values_bitmap",
             );
         }
-        pg_sys::SPI_keepplan(plan);
         plan
     }
 }
@@ -290,6 +279,8 @@ enum Sink {
 /// still needs.
 pub struct Page {
     sink: Sink,
+    /// The table's row type: every row stored is of it.
+    rowtype: Oid,
     /// Rows asked for.
     size: i64,
     /// Rows still to find.
@@ -297,21 +288,25 @@ pub struct Page {
 }
 
 impl Page {
-    /// A page returned as the rows of a tuplestore.
-    pub fn store(store: *mut pg_sys::Tuplestorestate, size: i64) -> Page {
+    /// A page of rows of type `rowtype` returned as the rows of a
+    /// tuplestore.
+    pub fn store(store: *mut pg_sys::Tuplestorestate, size: i64, rowtype: Oid) -> Page {
         Page {
             sink: Sink::Store(store),
+            rowtype,
             size,
             want: size,
         }
     }
 
-    /// A page collected as rows (see [`Page::into_rows`]), kept in the
-    /// current memory context: create it before `SPI_connect`.
-    pub fn rows(size: i64) -> Page {
+    /// A page of rows of type `rowtype` collected as rows (see
+    /// [`Page::into_rows`]), kept in the current memory context: create it
+    /// before `SPI_connect`.
+    pub fn rows(size: i64, rowtype: Oid) -> Page {
         Page {
             // SAFETY: reads the backend's current context.
             sink: Sink::Rows(Vec::new(), unsafe { pg_sys::CurrentMemoryContext }),
+            rowtype,
             size,
             want: size,
         }
@@ -373,8 +368,10 @@ impl Page {
     /// row type.
     pub unsafe fn add(&mut self, tt: *mut pg_sys::SPITupleTable) -> i64 {
         let mut copied = 0;
-        // SAFETY: tt is a live SPI result table whose column 1 is the row type.
+        // SAFETY: tt is a live SPI result table; its column 1 is checked to
+        // be the row type before any value is read.
         unsafe {
+            self.check_type((*tt).tupdesc);
             for i in 0..rows(tt) as usize {
                 if self.is_full() {
                     break;
@@ -388,6 +385,33 @@ impl Page {
             }
         }
         copied
+    }
+
+    /// An ERROR unless column 1 of `desc` is the page's row type. A
+    /// statement names its table, and Postgres resolves the name again
+    /// when it replans: if another table took the name since (a schema
+    /// renamed while the search ran), its rows are refused here, never
+    /// stored as this table's.
+    ///
+    /// # Safety
+    /// `desc` is a live descriptor with at least one column.
+    unsafe fn check_type(&self, desc: pg_sys::TupleDesc) {
+        // SAFETY: as the caller's.
+        let got = unsafe { crate::compat::attribute(desc, 1).atttypid };
+        if got != self.rowtype {
+            // SAFETY: format_type_be of valid type OIDs.
+            let (want, got) = unsafe {
+                (
+                    cstr_owned(pg_sys::format_type_be(self.rowtype)),
+                    cstr_owned(pg_sys::format_type_be(got)),
+                )
+            };
+            error(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("alerts_search: a statement for table {want} read rows of {got}: a table or schema was renamed while the search ran"),
+                "run the search again",
+            );
+        }
     }
 
     /// Appends one row read from a table (a heap tuple of descriptor

@@ -2,15 +2,16 @@
 //! and session and kept (`SPI_keepplan`), so that a call only executes:
 //! the first version was PL/pgSQL with `EXECUTE`, which planned 3 statements
 //! per call (2-4 ms of planning for a page the executor produces in 0.2-1
-//! ms). Postgres' plan cache revalidates them on DDL. Which indexes the table
-//! has is in `indexes.rs`.
+//! ms). Postgres' plan cache revalidates them on DDL; they name the table,
+//! and `session.rs` drops them when its name changes. Which indexes the
+//! table has is in `indexes.rs`.
 
 use std::collections::HashMap;
 
 use pgrx::pg_sys::{self, Datum, Oid};
 
 use super::indexes::IndexCache;
-use super::spi::{cstr_owned, execute, first_value, prepare, prepare_generic, quoted};
+use super::spi::{cstr_owned, execute, first_value, keep, prepare, prepare_generic, quoted};
 
 const TEXT: Oid = pg_sys::TEXTOID;
 const JSONB: Oid = pg_sys::JSONBOID;
@@ -208,6 +209,20 @@ impl Statements {
                     &[TEXT, TEXT, TEXT],
                 )
             };
+            let (newest, oldest) = (end("DESC"), end("ASC"));
+            let indexes = IndexCache::prepare();
+            // Kept together, once every one is prepared (`spi::keep`).
+            keep(&[
+                walk,
+                above,
+                rest,
+                gin,
+                gin_oldest,
+                oldest_page,
+                newest,
+                oldest,
+                indexes.plan(),
+            ]);
             Statements {
                 walk,
                 above,
@@ -215,9 +230,9 @@ impl Statements {
                 gin,
                 gin_oldest,
                 oldest_page,
-                newest: end("DESC"),
-                oldest: end("ASC"),
-                indexes: IndexCache::prepare(),
+                newest,
+                oldest,
+                indexes,
                 keys: HashMap::new(),
                 table: t,
                 schema: s,
@@ -261,8 +276,32 @@ impl Statements {
                 &types,
             )
         };
+        // SAFETY: prepared just now.
+        unsafe { keep(&[plan]) };
         self.keys.insert(n, plan);
         plan
+    }
+
+    /// Frees the kept statements.
+    ///
+    /// # Safety
+    /// None of them is running.
+    pub unsafe fn free(self) {
+        let plans = [
+            self.walk,
+            self.above,
+            self.rest,
+            self.gin,
+            self.gin_oldest,
+            self.oldest_page,
+            self.newest,
+            self.oldest,
+            self.indexes.plan(),
+        ];
+        for plan in plans.into_iter().chain(self.keys.into_values()) {
+            // SAFETY: as the caller's; each plan is kept and freed once.
+            unsafe { pg_sys::SPI_freeplan(plan) };
+        }
     }
 }
 

@@ -1,0 +1,150 @@
+//! What searches keep for the session, per relation: its statements and
+//! route memory ([`Table`]), and whether it is a Citus table
+//! ([`super::citus::CitusCache`]).
+//!
+//! Lifetime: an entry is made by the first search of a relation and lives
+//! for the session, but a search holds it only while it runs. It is taken
+//! out of its map for the search ([`take`]) and put back when the search
+//! ends, on error too ([`Held`]'s drop), so that a search nested in one of
+//! its statements (a row-level security policy or a view's qual calling a
+//! function that searches, Citus running the wire function locally) finds
+//! the map free and makes or takes its own entry: it never meets a
+//! borrowed map. Where the nested search left an entry for the same
+//! relation, the outer one's is released instead of kept twice.
+//!
+//! A table's statements name it by its qualified name, which Postgres
+//! resolves again whenever it replans them: an entry is checked against
+//! the relation's current names whenever the relcache may have changed
+//! ([`Table::still_names`]), and dropped when they differ (a rename, two
+//! tables swapping names, a schema renamed).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::thread::LocalKey;
+
+use pgrx::pg_sys::Oid;
+
+use super::citus::CitusCache;
+use super::indexes::relcache_epoch;
+use super::routes::Routes;
+use super::statements::{qualified, Statements};
+
+/// What one relation read by searches keeps for the session.
+pub struct Table {
+    pub statements: Statements,
+    pub routes: Routes,
+    /// The names the statements were written with: the relation read, and
+    /// the table whose rows they return.
+    names: (String, String),
+    /// The relcache epoch at which the names were last found current.
+    checked: u64,
+}
+
+impl Table {
+    /// Prepares the statements of relation `source`, returning rows of
+    /// `rows_of` (see [`Statements::prepare`]).
+    ///
+    /// # Safety
+    /// Inside a search, both relations valid and locked.
+    pub unsafe fn prepare(source: Oid, rows_of: Oid, ext_schema: &str) -> Table {
+        // SAFETY: as the caller's.
+        unsafe {
+            Table {
+                statements: Statements::prepare(source, rows_of, ext_schema),
+                routes: Routes::default(),
+                names: (qualified(source), qualified(rows_of)),
+                checked: relcache_epoch(),
+            }
+        }
+    }
+
+    /// Whether the statements still name `source` and `rows_of`: always
+    /// in the epoch they were checked in (a rename sends a relcache
+    /// invalidation, a schema rename a namespace one: either starts a new
+    /// epoch), else by reading the names again.
+    ///
+    /// # Safety
+    /// Both relations valid and locked (so that neither can be renamed
+    /// until the search ends).
+    pub unsafe fn still_names(&mut self, source: Oid, rows_of: Oid) -> bool {
+        let epoch = relcache_epoch();
+        if self.checked == epoch {
+            return true;
+        }
+        // SAFETY: as the caller's.
+        let now = unsafe { (qualified(source), qualified(rows_of)) };
+        let same = now == self.names;
+        if same {
+            self.checked = epoch;
+        }
+        same
+    }
+}
+
+/// Something a map of the session holds that owns Postgres resources
+/// (kept plans), released when it is dropped from the map.
+pub trait Release {
+    /// Frees what the value holds outside Rust's memory.
+    ///
+    /// # Safety
+    /// Not while any of its plans runs.
+    unsafe fn release(self);
+}
+
+impl Release for Table {
+    unsafe fn release(self) {
+        // SAFETY: as the caller's.
+        unsafe { self.statements.free() }
+    }
+}
+
+impl Release for CitusCache {
+    unsafe fn release(self) {
+        // SAFETY: as the caller's.
+        unsafe { self.free() }
+    }
+}
+
+type Map<V> = RefCell<HashMap<Oid, V>>;
+
+thread_local! {
+    /// Backends are single-threaded; the tables live for the session.
+    /// Keyed by the relation read (the table, or a Citus shard of it).
+    pub static TABLES: Map<Table> = RefCell::new(HashMap::new());
+    /// Whether each searched table is a Citus distributed table.
+    pub static CITUS: Map<CitusCache> = RefCell::new(HashMap::new());
+}
+
+/// A relation's entry taken out of its map for one search (None when the
+/// map had none); put back when dropped.
+pub struct Held<V: Release + 'static> {
+    map: &'static LocalKey<Map<V>>,
+    key: Oid,
+    pub value: Option<V>,
+}
+
+/// Takes `key`'s entry out of `map` for the running search.
+pub fn take<V: Release + 'static>(map: &'static LocalKey<Map<V>>, key: Oid) -> Held<V> {
+    let value = map.with(|m| m.borrow_mut().remove(&key));
+    Held { map, key, value }
+}
+
+impl<V: Release + 'static> Drop for Held<V> {
+    fn drop(&mut self) {
+        let Some(value) = self.value.take() else {
+            return;
+        };
+        let displaced = self.map.with(|m| m.borrow_mut().insert(self.key, value));
+        if let Some(other) = displaced {
+            // A nested search's entry for the same relation. Freeing plans
+            // while an error unwinds could raise another: then they stay
+            // in their memory until the session ends.
+            if std::thread::panicking() {
+                std::mem::forget(other);
+            } else {
+                // SAFETY: the nested search that ran it has ended.
+                unsafe { other.release() }
+            }
+        }
+    }
+}
