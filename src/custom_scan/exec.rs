@@ -400,7 +400,12 @@ impl Run {
             if let Some(id) = self.tie.take() {
                 // All the tenant's rows of the last page's last id; the next
                 // page starts below it.
-                let rows = crate::search::rows_with_id(self.relid, self.rowtype, text(&self.org), text(&id));
+                let rows = crate::search::rows_with_id(
+                    self.relid,
+                    self.rowtype,
+                    text(&self.org),
+                    text(&id),
+                );
                 self.ready.extend(rows);
                 self.past(id);
             } else {

@@ -297,8 +297,7 @@ unsafe fn table_of(relid: Oid, id: AttrNumber) -> Table {
         let rel = pg_sys::relation_open(relid, pg_sys::NoLock as i32);
         let form = &*(*rel).rd_rel;
         let table = Table {
-            heap_without_children: form.relam == pg_sys::HEAP_TABLE_AM_OID
-                && !form.relhassubclass,
+            heap_without_children: form.relam == pg_sys::HEAP_TABLE_AM_OID && !form.relhassubclass,
             id_not_null: crate::compat::attribute((*rel).rd_att, id as i32).attnotnull,
         };
         pg_sys::relation_close(rel, pg_sys::NoLock as i32);

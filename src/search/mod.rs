@@ -256,6 +256,7 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
         let store = pg_sys::tuplestore_begin_heap(true, false, pg_sys::work_mem);
         let desc = pg_sys::lookup_rowtype_tupdesc_copy(args.rowtype, -1);
         pg_sys::MemoryContextSwitchTo(old);
+        same_columns_as_planned(desc, (*rsinfo).expectedDesc, args.relid);
 
         let mut page = Page::store(store, args.page_size as i64, args.rowtype);
         fill(&|| function_schema(fcinfo), &args, &mut page);
@@ -265,6 +266,45 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
         (*rsinfo).setDesc = desc;
         (*fcinfo).isnull = true;
         Datum::from(0usize)
+    }
+}
+
+/// An ERROR unless the table's columns now (`desc`, read under the
+/// search's lock) are those the calling query was planned with
+/// (`expected`): `alerts_search(NULL::t, ...)` names the table only by
+/// its row type, so the query does not lock it while it is planned, and
+/// an ALTER TABLE may commit in between.
+///
+/// # Safety
+/// Both descriptors are live (`expected` may be null).
+unsafe fn same_columns_as_planned(
+    desc: pg_sys::TupleDesc,
+    expected: pg_sys::TupleDesc,
+    relid: Oid,
+) {
+    // SAFETY: as the caller's; attributes are read in 1..=natts.
+    unsafe {
+        if expected.is_null() {
+            return;
+        }
+        let same = (*desc).natts == (*expected).natts
+            && (1..=(*desc).natts).all(|i| {
+                let (a, b) = (
+                    crate::compat::attribute(desc, i),
+                    crate::compat::attribute(expected, i),
+                );
+                a.attisdropped == b.attisdropped && (a.attisdropped || a.atttypid == b.atttypid)
+            });
+        if !same {
+            error(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!(
+                    "alerts_search: the columns of table {} changed after this query was planned",
+                    cstr_owned(pg_sys::get_rel_name(relid))
+                ),
+                "run the query again (a prepared statement is planned again on its next run)",
+            );
+        }
     }
 }
 
@@ -448,10 +488,7 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
         // are checked after any DDL that committed before.
         pg_sys::LockRelationOid(source, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         let mut held = session::take(&session::TABLES, source);
-        if let Some(stale) = held
-            .value
-            .take_if(|t| !t.still_names(source, args.relid))
-        {
+        if let Some(stale) = held.value.take_if(|t| !t.still_names(source, args.relid)) {
             session::Release::release(stale);
         }
         {
@@ -500,7 +537,8 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
             // roles and policies are checked on every call.
             let direct = indexes.direct.filter(|_| {
                 crate::SEARCH_DIRECT_SCAN.get()
-                    && scan::plain_read(args.relid) && (source == args.relid || scan::plain_read(source))
+                    && scan::plain_read(args.relid)
+                    && (source == args.relid || scan::plain_read(source))
             });
             match direct {
                 Some(layout) => {
@@ -514,7 +552,13 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
                     if call.ascending.is_some() {
                         oldest::fill(&mut table.statements, &call, &mut walker, page);
                     } else {
-                        walk::fill(&mut table.statements, &mut table.routes, &call, &mut walker, page);
+                        walk::fill(
+                            &mut table.statements,
+                            &mut table.routes,
+                            &call,
+                            &mut walker,
+                            page,
+                        );
                     }
                     walker.end();
                 }

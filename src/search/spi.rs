@@ -424,6 +424,17 @@ impl Page {
         // SAFETY: as the caller's. A page of rows gets the datum built
         // in its own memory (one copy, flat), a store a copy of it.
         unsafe {
+            // A row stored before a column was added with a default has
+            // fewer columns than the table: the default is in the
+            // catalog, not in the row. A composite value carries every
+            // column (a reader of it never looks at the catalog), so the
+            // row is expanded first, as a whole-row reference would be.
+            let natts = (*(*tuple).t_data).t_infomask2 & pg_sys::HEAP_NATTS_MASK as u16;
+            let tuple = if (natts as i32) < (*desc).natts {
+                pg_sys::heap_expand_tuple(tuple, desc)
+            } else {
+                tuple
+            };
             if let Sink::Rows(rows, cxt) = &mut self.sink {
                 let old = pg_sys::MemoryContextSwitchTo(*cxt);
                 rows.push(pg_sys::heap_copy_tuple_as_datum(tuple, desc));
