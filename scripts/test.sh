@@ -4,11 +4,11 @@
 # version (15, 16, 18) the extension built and installed into that version's
 # scratch cluster and exercised through SQL: pg_regress, the upgrade paths,
 # dump/restore, hostile inputs, replicas, crash safety (and, on 15, the
-# concurrency soak and a Citus cluster).
+# concurrency soak, DDL under load and a Citus cluster).
 # Idempotent; run as root on Debian 12. Ends with one `tests: N passed, M
 # failed` line.
 #   ALERTS_PGS="18"     only these versions (default "15 16 18")
-#   ALERTS_QUICK=1      day-to-day: no lints, no fuzzing, no soak, no Citus
+#   ALERTS_QUICK=1      day-to-day: no lints, no fuzzing, no soak, no DDL load, no Citus
 #   ALERTS_CITUS=1      with ALERTS_QUICK=1: the Citus tests all the same
 #   ALERTS_SKIP_LINT=1  no fmt/clippy
 #   ALERTS_LONG=1       the long variants (10-minute soak, 100,000 hostile inputs)
@@ -82,6 +82,13 @@ for v in $VERSIONS; do
   # version: it runs on 15, the version the benchmarks run on.
   if [ "$QUICK" != 1 ] && [ "$v" = 15 ]; then
     step "[pg$v] concurrency soak (${ALERTS_SOAK_SECONDS:-60} s, 8 clients + COPY)" bash tests/shell/soak.sh
+  fi
+  # DDL under load: like the soak, about the extension's caches, not a
+  # version; on 15.
+  if [ "$QUICK" != 1 ] && [ "$v" = 15 ]; then
+    step "[pg$v] DDL under load (${ALERTS_DDL_SECONDS:-45} s: swaps, ALTER TABLE, indexes rebuilt, partitions)" \
+      env ALERTS_DDL_SECONDS="${ALERTS_DDL_SECONDS:-45}" ALERTS_SERVER_LOG="${ALERTS_PGDATA:-/tmp/alerts-pg-$PGPORT}/server.log" \
+      target/pyenv/bin/python tests/shell/ddl_load.py
   fi
   # Citus 13.2 builds for 15 here (scripts/citus.sh; the build is cached).
   if [ "$v" = 15 ] && { [ "$QUICK" != 1 ] || [ "${ALERTS_CITUS:-0}" = 1 ]; }; then
