@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Sets everything up and runs every test: formatting and lints, the pure
-# core's unit and property tests and fuzz targets, then for each PostgreSQL
-# version (15, 16, 18) the extension built and installed into that version's
-# scratch cluster and exercised through SQL: pg_regress, the upgrade paths,
+# core's unit and property tests and fuzz targets, the release packages
+# (scripts/package.sh), then for each PostgreSQL version (15, 16, 18) the
+# extension installed from its package with no Rust on PATH into that
+# version's scratch cluster and exercised through SQL: pg_regress, the upgrade paths,
 # dump/restore, hostile inputs, replicas, crash safety (and, on 15, the
-# concurrency soak, DDL under load and a Citus cluster).
+# concurrency soak, DDL under load and a Citus cluster), and the package
+# removed cleanly.
 # Idempotent; run as root on Debian 12. Ends with one `tests: N passed, M
 # failed` line.
 #   ALERTS_PGS="18"     only these versions (default "15 16 18")
@@ -51,6 +53,11 @@ if [ "$QUICK" != 1 ]; then
   step "cargo fuzz: encoder, filter compiler, ULIDs (${ALERTS_FUZZ_RUNS:-1000000} runs each)" bash tests/shell/fuzz.sh
 fi
 
+# The release artifacts (scripts/package.sh) for these versions; each
+# version's suites below run on the extension installed from them, as a
+# host without Rust installs it (tests/shell/package.sh).
+step "release artifacts for PostgreSQL $VERSIONS (scripts/package.sh)" env ALERTS_PGS="$VERSIONS" bash scripts/package.sh
+
 # The SQL suites, once per version, each against its own cluster.
 base_path=$PATH; base_ld=${LD_LIBRARY_PATH:-}
 for v in $VERSIONS; do
@@ -58,10 +65,13 @@ for v in $VERSIONS; do
   source scripts/pg.sh
   pg_require
   t0=$SECONDS
-  step "[pg$v] build and install the extension" bash scripts/install.sh
+  step "[pg$v] install the release package with no Rust on PATH (dpkg -i or install.sh)" bash tests/shell/package.sh install
   bash scripts/cluster.sh start
   mkdir -p "target/regress-pg$v"
-  step "[pg$v] SQL regression tests (pg_regress)" "$PG_REGRESS" --bindir="$PG_BINDIR" \
+  # with no Rust tool on PATH: the installed package is all it uses
+  step "[pg$v] SQL regression tests (pg_regress, no Rust on PATH)" \
+    env -i PATH="$PG_BINDIR:/usr/bin:/bin" LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}" LANG=C.UTF-8 \
+    "$PG_REGRESS" --bindir="$PG_BINDIR" \
     --host="$PGHOST" --port="$PGPORT" --user="$PGUSER" --dbname=alerts_regress \
     --inputdir=tests --outputdir="target/regress-pg$v" --schedule=tests/schedule
   if [ -s "target/regress-pg$v/regression.diffs" ]; then head -200 "target/regress-pg$v/regression.diffs"; fi
@@ -97,6 +107,7 @@ for v in $VERSIONS; do
   fi
   step "[pg$v] replicas: streaming standby and logical subscriber" bash tests/shell/replication.sh
   step "[pg$v] crash safety (kill -9, immediate stop)" bash tests/shell/crash.sh
+  step "[pg$v] remove the package (nothing left); install.sh refuses bad input" bash tests/shell/package.sh remove
   # a cluster that will not stop (after a failed step) must not end the run
   bash scripts/cluster.sh stop || echo "--- note: the PostgreSQL $v cluster did not stop cleanly"
   echo "=== PostgreSQL $v: $((SECONDS - t0)) s"
