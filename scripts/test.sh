@@ -43,6 +43,7 @@ if [ "${ALERTS_SKIP_LINT:-0}" != 1 ] && [ "$QUICK" != 1 ]; then
   step "cargo clippy -D warnings" cargo clippy --workspace --all-targets -- -D warnings
 fi
 step "core unit and property tests (cargo test)" cargo test -p alerts-core
+step "docs: every relative link resolves, README under 500 lines" python3 tests/shell/links.py
 # Reliability (tests/shell): ALERTS_LONG=1 runs the long variants (a 10-minute
 # soak, 100,000 hostile inputs) documented in the README.
 if [ "${ALERTS_LONG:-0}" = 1 ]; then

@@ -68,7 +68,7 @@ pub struct Indexes {
     pub page: bool,
     /// What the direct walk of `scan.rs` reads, when the table has the
     /// layout it needs.
-    pub direct: Option<super::scan::Layout>,
+    pub direct: Option<super::layout::Layout>,
 }
 
 /// The catalog statement and its last answer, for one table.
@@ -142,9 +142,9 @@ impl IndexCache {
             };
             Indexes {
                 gin: column(1),
-                keys: super::scan::keys_index(relid).is_some(),
+                keys: super::layout::keys_index(relid).is_some(),
                 page: column(2),
-                direct: super::scan::layout(relid),
+                direct: super::layout::layout(relid),
             }
         };
         self.known = Some((known, epoch));

@@ -2,13 +2,15 @@
 //! page_size) RETURNS SETOF anyelement`: exact pages, newest first.
 //!
 //! Where things are:
-//! - this file: the SQL entry point, its argument checks, and the call's
-//!   setup (result store, pinned `search_path`, SPI);
+//! - this file: the SQL entry points and the call's setup (result store,
+//!   pinned `search_path`, SPI);
+//! - `args.rs`: the arguments, checked;
 //! - `statements.rs`: the per-table prepared statements;
 //! - `indexes.rs`: which indexes the table has;
 //! - `walk.rs`: the page walk in chunks, and where it leaves for a rare
 //!   path (the decisions themselves are pure, in `alerts_core::walk`);
 //! - `scan.rs`: the walk as one direct scan of the pagination index;
+//! - `layout.rs`: what that scan needs of a table, from its relcache entry;
 //! - `probe.rs`: the statement walk's per-entry bloom test and what it
 //!   counts;
 //! - `rare.rs`: the tenant-keys, GIN and unbounded-walk paths;
@@ -29,8 +31,10 @@
 //!
 //! Every row returned passed `alerts_attrs_match`.
 
+mod args;
 mod citus;
 mod indexes;
+mod layout;
 mod oldest;
 mod partitions;
 mod probe;
@@ -45,12 +49,14 @@ mod walk;
 mod wire;
 
 use alerts_core::walk::RarePaths;
-use alerts_core::{ulid, Filter};
+use alerts_core::Filter;
 use pgrx::pg_guard;
 use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::PgSqlErrorCode;
 
 use crate::datum::{error, text_datum};
+pub use args::Args;
+use args::{checked_args, function_schema, same_columns_as_planned};
 pub use indexes::register_callbacks;
 use spi::{cstr_owned, Page};
 
@@ -123,28 +129,6 @@ impl Call<'_> {
         // SAFETY: as the caller's.
         unsafe { spi::execute_nullable(plan, &all) }
     }
-}
-
-/// The arguments of a search, checked: from `alerts_search`'s SQL
-/// arguments, or from the quals of a query the custom scan runs.
-pub struct Args<'a> {
-    /// The table (from the first argument's row type) and its row type.
-    pub relid: Oid,
-    pub rowtype: Oid,
-    pub org: Datum,
-    pub filter: Datum,
-    pub compiled: &'a Filter,
-    /// The column filter's datum, compiled against the table's row type.
-    pub columns: Option<(Datum, crate::columns::Columns)>,
-    /// `since`, sent on when a Citus call is routed to another node.
-    pub since: Datum,
-    /// The window's smallest id.
-    pub floor: Datum,
-    /// Ids below this; None: no upper bound (a first page).
-    pub before: Option<Datum>,
-    pub page_size: i32,
-    /// Oldest first (then `before` is unused: the bounds are here).
-    pub ascending: Option<Ascending>,
 }
 
 /// The page of `args`: its rows (composite datums of the table's row type,
@@ -269,45 +253,6 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
     }
 }
 
-/// An ERROR unless the table's columns now (`desc`, read under the
-/// search's lock) are those the calling query was planned with
-/// (`expected`): `alerts_search(NULL::t, ...)` names the table only by
-/// its row type, so the query does not lock it while it is planned, and
-/// an ALTER TABLE may commit in between.
-///
-/// # Safety
-/// Both descriptors are live (`expected` may be null).
-unsafe fn same_columns_as_planned(
-    desc: pg_sys::TupleDesc,
-    expected: pg_sys::TupleDesc,
-    relid: Oid,
-) {
-    // SAFETY: as the caller's; attributes are read in 1..=natts.
-    unsafe {
-        if expected.is_null() {
-            return;
-        }
-        let same = (*desc).natts == (*expected).natts
-            && (1..=(*desc).natts).all(|i| {
-                let (a, b) = (
-                    crate::compat::attribute(desc, i),
-                    crate::compat::attribute(expected, i),
-                );
-                a.attisdropped == b.attisdropped && (a.attisdropped || a.atttypid == b.atttypid)
-            });
-        if !same {
-            error(
-                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                format!(
-                    "alerts_search: the columns of table {} changed after this query was planned",
-                    cstr_owned(pg_sys::get_rel_name(relid))
-                ),
-                "run the query again (a prepared statement is planned again on its next run)",
-            );
-        }
-    }
-}
-
 /// `alerts_search_wire(...) RETURNS bytea`: the same page in the binary form
 /// a routed call brings back from a Citus worker (`wire.rs`).
 ///
@@ -323,95 +268,6 @@ pub unsafe extern "C-unwind" fn alerts_search_wire(fcinfo: pg_sys::FunctionCallI
         let mut page = Page::rows(args.page_size as i64, args.rowtype);
         fill(&|| function_schema(fcinfo), &args, &mut page);
         wire::encode(&page.into_rows(), args.rowtype)
-    }
-}
-
-/// Reads and checks the arguments (ERROR on a wrong one).
-unsafe fn checked_args<'a>(fcinfo: pg_sys::FunctionCallInfo) -> Args<'a> {
-    // SAFETY: argument datums are read only where they are not null.
-    unsafe {
-        let flinfo = (*fcinfo).flinfo;
-        let rowtype = pg_sys::get_fn_expr_argtype(flinfo, 0);
-        let relid = if rowtype == pg_sys::InvalidOid {
-            pg_sys::InvalidOid
-        } else {
-            pg_sys::get_typ_typrelid(rowtype)
-        };
-        if relid == pg_sys::InvalidOid {
-            error(
-                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-                format!(
-                    "alerts_search: first argument must be a table's row type, got {}",
-                    cstr_owned(pg_sys::format_type_be(rowtype))
-                ),
-                "call it as SELECT * FROM alerts_search(NULL::alerts, $1, $2)",
-            );
-        }
-        // Locked as a statement reading it would be, before anything of it
-        // is read or cached: the invalidations of DDL that committed before
-        // are seen, and none that changes its columns can commit until the
-        // transaction ends (the row type read below stays the rows' type).
-        pg_sys::LockRelationOid(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        let arg = |n: usize| pgrx::fcinfo::pg_getarg_datum(fcinfo, n);
-        let (Some(org), Some(filter), Some(since), Some(size)) = (arg(1), arg(2), arg(3), arg(5))
-        else {
-            error(
-                PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
-                "alerts_search: organisation_id, filter, since and page_size must not be NULL".into(),
-                "pass '{}' as the filter to match every alert, and leave before_id NULL for the first page",
-            );
-        };
-        let page_size = size.value() as i32;
-        if page_size < 1 {
-            error(
-                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-                format!("alerts_search: page_size must be at least 1, got {page_size}"),
-                "pages are usually 50 rows",
-            );
-        }
-        // Compiles (and so validates) the filter, with the filter's own errors.
-        let compiled = crate::filter_cache::compiled(fcinfo, filter);
-        let floor_ms = ulid::unix_ms_of_pg_timestamp(since.value() as i64).unwrap_or_else(|| {
-            error(
-                PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
-                "alerts_search: since is after the last time a ULID can hold".into(),
-                "pass a finite timestamp",
-            )
-        });
-        let floor = text_datum(std::str::from_utf8(&ulid::floor(floor_ms)).expect("ascii"));
-        // Checked (and compiled) here, so that a wrong column filter is an
-        // ERROR on every layout, before any routing. Definitions older than
-        // the columns argument pass six arguments.
-        let columns = (if (*fcinfo).nargs > 6 { arg(6) } else { None }).map(|d| {
-            let desc = pg_sys::lookup_rowtype_tupdesc(rowtype, -1);
-            let name = cstr_owned(pg_sys::get_rel_name(relid));
-            let compiled = crate::columns::Columns::compile(d, desc, &name);
-            pg_sys::DecrTupleDescRefCount(desc);
-            (d, compiled)
-        });
-        Args {
-            relid,
-            rowtype,
-            org,
-            filter,
-            compiled,
-            columns,
-            since,
-            floor,
-            before: arg(4),
-            page_size,
-            ascending: None,
-        }
-    }
-}
-
-/// The schema of the function being called (the extension's).
-fn function_schema(fcinfo: pg_sys::FunctionCallInfo) -> String {
-    // SAFETY: fcinfo is the live call's.
-    unsafe {
-        cstr_owned(pg_sys::get_namespace_name(pg_sys::get_func_namespace(
-            (*(*fcinfo).flinfo).fn_oid,
-        )))
     }
 }
 
@@ -537,8 +393,8 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
             // roles and policies are checked on every call.
             let direct = indexes.direct.filter(|_| {
                 crate::SEARCH_DIRECT_SCAN.get()
-                    && scan::plain_read(args.relid)
-                    && (source == args.relid || scan::plain_read(source))
+                    && layout::plain_read(args.relid)
+                    && (source == args.relid || layout::plain_read(source))
             });
             match direct {
                 Some(layout) => {

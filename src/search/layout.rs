@@ -1,0 +1,292 @@
+//! What the direct walk needs of a table, read from its relcache entry:
+//! the columns a search reads, the btree led by `(organisation_id, id)` in
+//! their collations and text's own order, the tenant-keys index made of
+//! the extension's own `alerts_keys`, and whether the relation is a plain
+//! heap table the walk can read as it is (`scan.rs` walks it). Read once
+//! per relcache epoch (`indexes.rs`), after the table is locked, and
+//! checked again on the opened relation ([`Layout::fits`]).
+
+use pgrx::pg_sys::{self, AttrNumber, Oid};
+
+/// What the direct walk needs of a table, found from its relcache entry.
+#[derive(Clone, Copy)]
+pub struct Layout {
+    /// The btree led by (organisation_id, id).
+    pub(super) index: Oid,
+    /// Whether its `id` column is `DESC` (then a forward scan reads newest
+    /// first).
+    pub(super) id_desc: bool,
+    /// The bitmap's position among the index's columns, when it has it.
+    pub(super) bitmap_in_index: Option<usize>,
+    pub(super) org: AttrNumber,
+    pub(super) id: AttrNumber,
+    pub(super) attrs: AttrNumber,
+    pub(super) bitmap: AttrNumber,
+    pub(super) org_collation: Oid,
+    pub(super) id_collation: Oid,
+    /// The GIN index on `alerts_keys(organisation_id, id,
+    /// attribute_values)`, when the table has one.
+    pub(super) keys_index: Option<Oid>,
+}
+
+impl Layout {
+    /// Whether the open table and index still have this layout.
+    ///
+    /// # Safety
+    /// Both are open; `index` is the layout's.
+    pub(super) unsafe fn fits(&self, heap: pg_sys::Relation, index: pg_sys::Relation) -> bool {
+        // SAFETY: as the caller's.
+        unsafe {
+            let form = &*(*index).rd_index;
+            walkable(heap)
+                && form.indrelid == (*heap).rd_id
+                && form.indnkeyatts >= 2
+                && columns((*heap).rd_att)
+                    == Some((
+                        (self.org, self.org_collation),
+                        (self.id, self.id_collation),
+                        self.attrs,
+                        self.bitmap,
+                    ))
+                && form.indkey.values.as_slice(2) == [self.org, self.id]
+                && text_ordered(index, [self.org_collation, self.id_collation])
+        }
+    }
+}
+
+/// The table's layout for the direct walk, or None when it must take the
+/// statement walk (see the module comment).
+///
+/// # Safety
+/// `relid` must be a valid relation, locked by the caller's transaction or
+/// lockable.
+pub unsafe fn layout(relid: Oid) -> Option<Layout> {
+    // SAFETY: relcache entries are valid while open; every array read is
+    // bounded by the index's column count.
+    unsafe {
+        let rel = pg_sys::relation_open(relid, pg_sys::AccessShareLock as i32);
+        let found = layout_of(rel);
+        pg_sys::relation_close(rel, pg_sys::NoLock as i32);
+        found
+    }
+}
+
+/// The column named `name` of `desc`, when it is of one of `types`: its
+/// number and collation.
+///
+/// # Safety
+/// `desc` is a live descriptor.
+unsafe fn column(desc: pg_sys::TupleDesc, name: &str, types: &[Oid]) -> Option<(AttrNumber, Oid)> {
+    // SAFETY: every attribute number read is in 1..=natts.
+    unsafe {
+        for attno in 1..=(*desc).natts {
+            let a = crate::compat::attribute(desc, attno);
+            if !a.attisdropped
+                && std::ffi::CStr::from_ptr(a.attname.data.as_ptr()).to_bytes() == name.as_bytes()
+            {
+                return types
+                    .contains(&a.atttypid)
+                    .then_some((attno as AttrNumber, a.attcollation));
+            }
+        }
+        None
+    }
+}
+
+/// The columns a search reads: `organisation_id`, `id`,
+/// `attribute_values`, the bitmap (with the first two's collations).
+type SearchColumns = ((AttrNumber, Oid), (AttrNumber, Oid), AttrNumber, AttrNumber);
+
+/// # Safety
+/// `desc` is a live descriptor.
+unsafe fn columns(desc: pg_sys::TupleDesc) -> Option<SearchColumns> {
+    // SAFETY: as the caller's.
+    unsafe {
+        let org = column(desc, "organisation_id", &[pg_sys::TEXTOID])?;
+        let id = column(desc, "id", &[pg_sys::TEXTOID])?;
+        let (attrs, _) = column(desc, "attribute_values", &[pg_sys::JSONBOID])?;
+        let (bitmap, _) = column(
+            desc,
+            "attribute_values_bitmap",
+            &[pg_sys::BITOID, pg_sys::VARBITOID],
+        )?;
+        Some((org, id, attrs, bitmap))
+    }
+}
+
+/// The tenant-keys index of `relid` (see [`is_keys_index`]), if it has a
+/// valid one; a partitioned table's own index counts.
+///
+/// # Safety
+/// `relid` must be a valid relation, locked by the caller's transaction.
+pub unsafe fn keys_index(relid: Oid) -> Option<Oid> {
+    // SAFETY: relcache entries are valid while open.
+    unsafe {
+        let rel = pg_sys::relation_open(relid, pg_sys::AccessShareLock as i32);
+        let found = columns((*rel).rd_att).and_then(|((org, _), (id, _), attrs, _)| {
+            let list = pg_sys::RelationGetIndexList(rel);
+            (0..pg_sys::list_length(list)).find_map(|i| {
+                let oid = (*pg_sys::list_nth_cell(list, i)).oid_value;
+                let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as i32);
+                let keys = is_keys_index(index, [org, id, attrs]);
+                pg_sys::index_close(index, pg_sys::NoLock as i32);
+                keys.then_some(oid)
+            })
+        });
+        pg_sys::relation_close(rel, pg_sys::NoLock as i32);
+        found
+    }
+}
+
+/// Whether the relation is one the direct walk can read as the heap it
+/// is: a plain table (not a view, not partitioned, no inheritance children,
+/// whose rows a statement would read too) of the heap access method (the
+/// walk fetches through the heap's own HOT-chain search).
+///
+/// # Safety
+/// `rel` is open.
+unsafe fn walkable(rel: pg_sys::Relation) -> bool {
+    // SAFETY: as the caller's.
+    unsafe {
+        let form = &*(*rel).rd_rel;
+        form.relkind == pg_sys::RELKIND_RELATION as std::ffi::c_char
+            && form.relam == pg_sys::HEAP_TABLE_AM_OID
+            && !form.relhassubclass
+    }
+}
+
+/// Whether btree `index` orders its first two columns by text's own
+/// operators (text_ops), in these collations: then its order is the
+/// order `ORDER BY id` means. A `text_pattern_ops` index orders bytes
+/// whatever the collation.
+///
+/// # Safety
+/// `index` is open and has at least two key columns.
+unsafe fn text_ordered(index: pg_sys::Relation, collations: [Oid; 2]) -> bool {
+    // SAFETY: as the caller's.
+    unsafe {
+        (0..2).all(|i| {
+            *(*index).rd_opfamily.add(i) == pg_sys::TEXT_BTREE_FAM_OID
+                && *(*index).rd_opcintype.add(i) == pg_sys::TEXTOID
+                && *(*index).rd_indcollation.add(i) == collations[i]
+        })
+    }
+}
+
+unsafe fn layout_of(rel: pg_sys::Relation) -> Option<Layout> {
+    // SAFETY: as layout's.
+    unsafe {
+        if !walkable(rel) {
+            return None;
+        }
+        let ((org, org_coll), (id, id_coll), attrs, bitmap) = columns((*rel).rd_att)?;
+        let list = pg_sys::RelationGetIndexList(rel);
+        let mut best: Option<Layout> = None;
+        let mut keys_index = None;
+        for i in 0..pg_sys::list_length(list) {
+            let oid = (*pg_sys::list_nth_cell(list, i)).oid_value;
+            let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as i32);
+            let form = &*(*index).rd_index;
+            let keys = form.indkey.values.as_slice(form.indnatts as usize);
+            let usable = (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
+                && form.indisvalid
+                && form.indnkeyatts >= 2
+                && keys[0] == org
+                && keys[1] == id
+                && text_ordered(index, [org_coll, id_coll])
+                && pg_sys::RelationGetIndexPredicate(index).is_null();
+            if is_keys_index(index, [org, id, attrs]) {
+                keys_index = Some(oid);
+            }
+            if usable {
+                let candidate = Layout {
+                    index: oid,
+                    id_desc: *(*index).rd_indoption.add(1) as u32 & pg_sys::INDOPTION_DESC != 0,
+                    bitmap_in_index: keys.iter().position(|&k| k == bitmap),
+                    org,
+                    id,
+                    attrs,
+                    bitmap,
+                    org_collation: org_coll,
+                    id_collation: id_coll,
+                    keys_index: None,
+                };
+                if best.is_none_or(|b| {
+                    b.bitmap_in_index.is_none() && candidate.bitmap_in_index.is_some()
+                }) {
+                    best = Some(candidate);
+                }
+            }
+            pg_sys::index_close(index, pg_sys::NoLock as i32);
+        }
+        best.map(|b| Layout { keys_index, ..b })
+    }
+}
+
+/// Whether `index` is a valid, non-partial GIN index on the extension's
+/// `alerts_keys(organisation_id, id, attribute_values)` of these columns.
+unsafe fn is_keys_index(index: pg_sys::Relation, columns: [AttrNumber; 3]) -> bool {
+    // SAFETY: the index is open; its expression list is read from its
+    // relcache entry.
+    unsafe {
+        let form = &*(*index).rd_index;
+        if (*(*index).rd_rel).relam != pg_sys::GIN_AM_OID
+            || !form.indisvalid
+            || form.indnatts != 1
+            || *form.indkey.values.as_ptr() != 0
+            || !pg_sys::RelationGetIndexPredicate(index).is_null()
+        {
+            return false;
+        }
+        let exprs = pg_sys::RelationGetIndexExpressions(index);
+        if pg_sys::list_length(exprs) != 1 {
+            return false;
+        }
+        let node = pg_sys::list_nth(exprs, 0) as *mut pg_sys::Node;
+        if (*node).type_ != pg_sys::NodeTag::T_FuncExpr {
+            return false;
+        }
+        // The extension's own alerts_keys: a function of that name in
+        // another schema computes other keys, and its index answers other
+        // questions.
+        let f = node as *mut pg_sys::FuncExpr;
+        let name = pg_sys::get_func_name((*f).funcid);
+        let ours = pg_sys::get_extension_oid(c"alerts".as_ptr(), true);
+        if name.is_null()
+            || std::ffi::CStr::from_ptr(name).to_bytes() != b"alerts_keys"
+            || ours == pg_sys::InvalidOid
+            || pg_sys::getExtensionOfObject(pg_sys::ProcedureRelationId, (*f).funcid) != ours
+        {
+            return false;
+        }
+        let args = (*f).args;
+        pg_sys::list_length(args) == 3
+            && (0..3).all(|i| {
+                let a = pg_sys::list_nth(args, i) as *mut pg_sys::Node;
+                (*a).type_ == pg_sys::NodeTag::T_Var
+                    && (*(a as *mut pg_sys::Var)).varattno == columns[i as usize]
+            })
+    }
+}
+
+/// Whether the current role reads `relid` exactly as a statement would
+/// without the executor's help: `SELECT` on the whole table and no
+/// row-level security policy in force. Checked on every call (roles change
+/// within a session).
+///
+/// # Safety
+/// `relid` must be a valid relation.
+pub unsafe fn plain_read(relid: Oid) -> bool {
+    // SAFETY: catalog lookups of a valid relation.
+    unsafe {
+        pg_sys::pg_class_aclcheck(
+            relid,
+            pg_sys::GetUserId(),
+            pg_sys::ACL_SELECT as pg_sys::AclMode,
+        ) == pg_sys::AclResult::ACLCHECK_OK
+            && matches!(
+                pg_sys::check_enable_rls(relid, pg_sys::InvalidOid, true) as u32,
+                pg_sys::CheckEnableRlsResult::RLS_NONE | pg_sys::CheckEnableRlsResult::RLS_NONE_ENV
+            )
+    }
+}
