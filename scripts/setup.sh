@@ -24,6 +24,13 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
+# Node.js and npm for the TypeScript client (clients/typescript), from
+# Debian where the machine has none.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "setup: installing nodejs and npm (Debian's)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+
 # Debian's postgresql package starts a cluster on 5432 we do not use; leave it be.
 
 if ! cargo pgrx --version 2>/dev/null | grep -q "$PGRX_VERSION"; then

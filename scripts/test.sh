@@ -54,6 +54,13 @@ if [ "$QUICK" != 1 ]; then
   step "cargo fuzz: encoder, filter compiler, ULIDs (${ALERTS_FUZZ_RUNS:-1000000} runs each)" bash tests/shell/fuzz.sh
 fi
 
+# The client encoders (clients/): installed as a user installs them, then
+# their own tests (the golden vectors of tests/vectors/v1.jsonl, parsed and
+# text forms, refusals; the TypeScript build loaded with require and import).
+step "Python client: pip install ./clients/python, unittest" \
+  bash -c 'target/pyenv/bin/pip install -q --disable-pip-version-check ./clients/python && target/pyenv/bin/python -m unittest discover -s clients/python/tests'
+step "TypeScript client: npm ci, build, node --test" bash -c 'cd clients/typescript && npm ci --no-audit --no-fund --silent && npm test --silent'
+
 # The release artifacts (scripts/package.sh) for these versions; each
 # version's suites below run on the extension installed from them, as a
 # host without Rust installs it (tests/shell/package.sh).
@@ -100,6 +107,14 @@ for v in $VERSIONS; do
     step "[pg$v] DDL under load (${ALERTS_DDL_SECONDS:-45} s: swaps, ALTER TABLE, indexes rebuilt, partitions)" \
       env ALERTS_DDL_SECONDS="${ALERTS_DDL_SECONDS:-45}" ALERTS_SERVER_LOG="${ALERTS_PGDATA:-/tmp/alerts-pg-$PGPORT}/server.log" \
       target/pyenv/bin/python tests/shell/ddl_load.py
+  fi
+  # The client encoders against this server, and the portable form on a
+  # database without the extension (both about the format, not a version).
+  if [ "$v" = 15 ]; then
+    step "[pg$v] client encoders = server: ${ALERTS_CLIENT_CASES:-100000} inputs x 3 widths, Python and TypeScript" \
+      target/pyenv/bin/python tests/shell/clients_diff.py
+    step "[pg$v] portable query without the extension; alerts_enable adopts the client's bitmaps" \
+      target/pyenv/bin/python tests/shell/portable.py
   fi
   # Citus 13.2 builds for 15 here (scripts/citus.sh; the build is cached).
   if [ "$v" = 15 ] && { [ "$QUICK" != 1 ] || [ "${ALERTS_CITUS:-0}" = 1 ]; }; then

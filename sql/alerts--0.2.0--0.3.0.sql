@@ -182,6 +182,9 @@ DECLARE
     tg_state "char";
     not_owned regclass;
     off_leaf regclass;
+    -- the column was there, plain, with no bitmap trigger: written by a
+    -- client encoder (the portable form), whose bitmaps are checked
+    adopt boolean := false;
 BEGIN
     IF form IS NULL OR form NOT IN ('trigger', 'generated') THEN
         RAISE EXCEPTION 'alerts_enable: form must be ''trigger'' or ''generated'', got %', coalesce(quote_literal(form), 'NULL')
@@ -206,6 +209,7 @@ BEGIN
                   HINT = format('CALL alerts_enable(%L) keeps the column as it is; to change its width, CALL alerts_disable(%L) first', rel::text, rel::text);
     END IF;
     bits := coalesce(bits, 512);
+    adopt := bitmap_generated IS NOT NULL AND bitmap_generated <> 's';
     IF form = 'trigger' AND coalesce(bitmap_generated, '') <> 's' AND @extschema@.alerts_citus_table(rel)
        AND coalesce(current_setting('citus.enable_unsafe_triggers', true), 'off') <> 'on' THEN
         RAISE EXCEPTION 'alerts_enable: % is a Citus table, where Citus creates triggers only with citus.enable_unsafe_triggers on', rel
@@ -259,7 +263,10 @@ BEGIN
             PERFORM @extschema@.alerts_ddl('alerts_enable',
                 format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FUNCTION @extschema@.alerts_bloom_trigger(%L, %L)',
                        trigger_name, rel, attrs_column, bitmap_column), lock_timeout_ms);
-        ELSIF tg_state = 'D' THEN
+        ELSE
+            adopt := false;  -- our trigger wrote them: a resumed backfill
+        END IF;
+        IF tg_state = 'D' THEN
             RAISE EXCEPTION 'alerts_enable: trigger % on % is disabled: rows written meanwhile may have no bitmap', quote_ident(trigger_name), rel
                 USING ERRCODE = 'object_not_in_prerequisite_state',
                       HINT = format('ALTER TABLE %s ENABLE TRIGGER %I, then CALL alerts_rebuild(%L)', rel, trigger_name, rel::text);
@@ -276,8 +283,15 @@ BEGIN
                       HINT = format('ALTER TABLE %s ENABLE TRIGGER %I, then CALL alerts_rebuild(%L)', off_leaf, trigger_name, rel::text);
         END IF;
     END IF;
+    -- a column with no bitmap in it yet is filled as a new one would be
+    IF adopt THEN
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s WHERE %I IS NOT NULL)', rel, bitmap_column) INTO adopt;
+    END IF;
+    IF adopt THEN
+        RAISE NOTICE 'alerts_enable: column %.% was written without the trigger (by a client encoder?): every bitmap is checked, and only those that differ from alerts_bloom are rewritten', rel, quote_ident(bitmap_column);
+    END IF;
     st := @extschema@.alerts_backfill_start('alerts_enable', rel, attrs_column, bitmap_column,
-                                            bitmap_generated = 's', true, batch_rows);
+                                            bitmap_generated = 's', NOT adopt, batch_rows);
     -- a stored generated column is computed for every row: nothing to backfill
     st.finished := st.finished OR bitmap_generated = 's';
     RETURN st;
