@@ -31,7 +31,11 @@ fn every_vector_the_server_answered() {
             "bloom" => bloom(&value).expect("the server took it"),
             _ => Filter::single_mask(&value).expect("the server took it"),
         };
-        let got: String = bitmap.folded(bits).iter().map(|b| format!("{b:02x}")).collect();
+        let got: String = bitmap
+            .folded(bits)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
         assert_eq!(got, output, "{line}");
         checked += 1;
     }
