@@ -5,6 +5,7 @@
 //!
 //! - `quals.rs`: which quals of the scan a search can use;
 //! - `path.rs`: the planner hook offering the path, its cost, and the plan;
+//! - `shape.rs`: what a plan carries, shared by the planner and the executor;
 //! - `exec.rs`: the executor node, returning the search's pages row by row;
 //! - this file: the method tables, the plan, and EXPLAIN.
 //!
@@ -15,6 +16,7 @@
 mod exec;
 mod path;
 mod quals;
+mod shape;
 
 use pgrx::pg_sys;
 

@@ -18,7 +18,8 @@
 use pgrx::pg_guard;
 use pgrx::pg_sys::{self, AttrNumber, Oid};
 
-use super::quals::{self, Columns, Kind};
+use super::quals::{self, Columns};
+use super::shape::Shape;
 
 static mut PREVIOUS: pg_sys::set_rel_pathlist_hook_type = None;
 
@@ -48,63 +49,6 @@ unsafe extern "C-unwind" fn hook(
         }
         if crate::CUSTOM_SCAN.get() && !crate::search::running() {
             offer(root, rel, rti, rte);
-        }
-    }
-}
-
-/// What a plan's `custom_exprs` hold, read back from `custom_private`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Shape {
-    /// The table's ids are unique (a unique index on them, or on the
-    /// tenant and them): a page can end anywhere.
-    pub ids_unique: bool,
-    pub filters: Vec<Kind>,
-    pub lower: usize,
-    pub upper: usize,
-    pub count: bool,
-    pub offset: bool,
-    /// Columns tested as the search's column filter: (column number,
-    /// whether the value is a list).
-    pub columns: Vec<(AttrNumber, bool)>,
-    /// Upper bounds `id <= value` (after the `<` ones).
-    pub upper_inclusive: usize,
-    /// The query wants the rows oldest first (`ORDER BY id ASC`).
-    pub ascending: bool,
-}
-
-impl Shape {
-    fn to_ints(&self) -> Vec<i32> {
-        let mut v = vec![self.ids_unique as i32, self.filters.len() as i32];
-        v.extend(self.filters.iter().map(|&k| k.to_int()));
-        v.extend([
-            self.lower as i32,
-            self.upper as i32,
-            self.count as i32,
-            self.offset as i32,
-        ]);
-        v.push(self.columns.len() as i32);
-        v.extend(self.columns.iter().flat_map(|&(a, l)| [a as i32, l as i32]));
-        v.push(self.upper_inclusive as i32);
-        v.push(self.ascending as i32);
-        v
-    }
-
-    pub fn from_ints(v: &[i32]) -> Shape {
-        let n = v[1] as usize;
-        let rest = &v[2 + n..];
-        Shape {
-            ids_unique: v[0] != 0,
-            filters: v[2..2 + n].iter().map(|&k| Kind::from_int(k)).collect(),
-            lower: rest[0] as usize,
-            upper: rest[1] as usize,
-            count: rest[2] != 0,
-            offset: rest[3] != 0,
-            columns: rest[5..5 + 2 * rest[4] as usize]
-                .chunks(2)
-                .map(|c| (c[0] as AttrNumber, c[1] != 0))
-                .collect(),
-            upper_inclusive: rest[5 + 2 * rest[4] as usize] as usize,
-            ascending: rest[6 + 2 * rest[4] as usize] != 0,
         }
     }
 }

@@ -7,8 +7,8 @@ use alerts_core::{ulid, Filter};
 use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::PgSqlErrorCode;
 
+use super::call::Ascending;
 use super::spi::cstr_owned;
-use super::Ascending;
 use crate::datum::{error, text_datum};
 
 /// The arguments of a search, checked: from `alerts_search`'s SQL

@@ -7,6 +7,8 @@
 //! - `args.rs`: the arguments, checked;
 //! - `statements.rs`: the per-table prepared statements;
 //! - `indexes.rs`: which indexes the table has;
+//! - `call.rs`: one call's checked arguments and what the table offers;
+//! - `walker.rs`: the trait the walkers implement;
 //! - `walk.rs`: the page walk in chunks, and where it leaves for a rare
 //!   path (the decisions themselves are pure, in `alerts_core::walk`);
 //! - `scan.rs`: the walk as one direct scan of the pagination index;
@@ -24,7 +26,7 @@
 //! - `citus.rs`: Citus distributed tables (the tenant's shard, or one
 //!   routed statement to the node that has it);
 //! - `wire.rs`: the binary form in which that node sends the page back;
-//! - `spi.rs`: SPI helpers and the page being built.
+//! - `spi.rs`: SPI helpers; `page.rs`: the page being built.
 //!
 //! `alerts_search_wire` is the same search returning the page in that
 //! binary form: what a node sends back for a routed call.
@@ -32,10 +34,12 @@
 //! Every row returned passed `alerts_attrs_match`.
 
 mod args;
+mod call;
 mod citus;
 mod indexes;
 mod layout;
 mod oldest;
+mod page;
 mod partitions;
 mod probe;
 mod rare;
@@ -46,10 +50,10 @@ mod spi;
 mod statements;
 pub mod trace;
 mod walk;
+mod walker;
 mod wire;
 
 use alerts_core::walk::RarePaths;
-use alerts_core::Filter;
 use pgrx::pg_guard;
 use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::PgSqlErrorCode;
@@ -57,8 +61,11 @@ use pgrx::PgSqlErrorCode;
 use crate::datum::{error, text_datum};
 pub use args::Args;
 use args::{checked_args, function_schema, same_columns_as_planned};
+pub use call::Ascending;
+use call::Call;
 pub use indexes::register_callbacks;
-use spi::{cstr_owned, Page};
+use page::Page;
+use spi::cstr_owned;
 
 crate::finfo_v1!(pg_finfo_alerts_search);
 crate::finfo_v1!(pg_finfo_alerts_search_wire);
@@ -68,67 +75,6 @@ thread_local! {
     /// one is, the custom scan is not offered, so that a search's own
     /// statements keep their plans.
     static RUNNING: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-}
-
-/// A page read oldest first (`ORDER BY id ASC`, from the custom scan):
-/// the window is `[floor, upper)` (no upper bound when None), read from
-/// above `after`, the last page's last id, when there is one.
-#[derive(Clone, Copy)]
-pub struct Ascending {
-    pub after: Option<Datum>,
-    pub upper: Option<Datum>,
-}
-
-/// One call's arguments, checked, and what the table offers for its filter.
-pub struct Call<'a> {
-    pub org: Datum,
-    pub filter: Datum,
-    pub compiled: &'a Filter,
-    /// The column filter (`columns => ...`), when given.
-    pub columns: Option<Datum>,
-    /// The window's smallest id (`alerts_ulid_floor(since)`).
-    pub floor: Datum,
-    /// Ids below this: `before_id`, or '8' (after every ULID) on a first
-    /// page.
-    pub before: Datum,
-    pub first_page: bool,
-    pub paths: RarePaths,
-    /// The filter as one GIN jsonpath, when it has that form.
-    pub jsonpath: Option<String>,
-    /// Oldest first; None: newest first, below `before`.
-    pub ascending: Option<Ascending>,
-}
-
-impl Call<'_> {
-    /// Runs one of the statements that check rows exactly, whose last
-    /// parameter is the column filter, with `args` before it.
-    ///
-    /// # Safety
-    /// SPI is connected; `args` match the statement's other parameters.
-    pub unsafe fn execute(
-        &self,
-        plan: pg_sys::SPIPlanPtr,
-        args: &[Datum],
-    ) -> *mut pg_sys::SPITupleTable {
-        let all: Vec<Option<Datum>> = args.iter().copied().map(Some).collect();
-        // SAFETY: as the caller's.
-        unsafe { self.execute_nullable(plan, &all) }
-    }
-
-    /// As [`Call::execute`], with arguments that may be NULL.
-    ///
-    /// # Safety
-    /// As [`Call::execute`].
-    pub unsafe fn execute_nullable(
-        &self,
-        plan: pg_sys::SPIPlanPtr,
-        args: &[Option<Datum>],
-    ) -> *mut pg_sys::SPITupleTable {
-        let mut all = args.to_vec();
-        all.push(self.columns);
-        // SAFETY: as the caller's.
-        unsafe { spi::execute_nullable(plan, &all) }
-    }
 }
 
 /// The page of `args`: its rows (composite datums of the table's row type,

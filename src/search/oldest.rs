@@ -23,12 +23,13 @@ use alerts_core::keys::{clause_keys, week_at_most, week_floor};
 use alerts_core::walk::{first_chunk, leave_walk, next_chunk, next_span};
 use pgrx::pg_sys::Datum;
 
+use super::call::{Ascending, Call};
+use super::page::Page;
 use super::scan::IndexWalk;
-use super::spi::{text_of, Page};
+use super::spi::text_of;
 use super::statements::Statements;
 use super::trace::{self, Route};
-use super::walk::Walk;
-use super::{Ascending, Call};
+use super::walker::Walk;
 
 /// A range's lower bound: ids above it, or at it too when not strict.
 type Lower = (Datum, bool);

@@ -7,11 +7,12 @@ use alerts_core::keys::{clause_keys, week_at_most, week_floor, week_of_id, NO_WE
 use alerts_core::walk::{next_span, range_start, FIRST_WEEKS};
 use pgrx::pg_sys::Datum;
 
-use super::spi::{text_of, Page};
+use super::call::Call;
+use super::page::Page;
+use super::spi::text_of;
 use super::statements::Statements;
 use super::trace;
-use super::walk::Walk;
-use super::Call;
+use super::walker::Walk;
 
 /// Fills the rest of the page below `cursor` by the cheapest rare path the
 /// table offers; `weeks` is the first range the keys path reads. `walker`

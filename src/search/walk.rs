@@ -15,76 +15,14 @@
 use alerts_core::walk::{first_chunk, leave_walk, next_chunk, remember_after_window, FIRST_WEEKS};
 use pgrx::pg_sys::{self, Datum};
 
+use super::call::Call;
+use super::page::Page;
 use super::routes::{Key, Routes};
-use super::spi::{first_id, Page};
+use super::spi::first_id;
 use super::statements::Statements;
 use super::trace::{self, Route};
-use super::{probe, rare, Call};
-
-/// What one chunk of a walk read.
-#[derive(Default)]
-pub struct Walked {
-    /// Index entries read.
-    pub entries: i64,
-    /// Matches added to the page.
-    pub hits: i64,
-    /// Milliseconds of ULID time between the chunk's newest and oldest
-    /// entry, when both are ULIDs.
-    pub span_ms: Option<u64>,
-    /// The walk reached the end of the window.
-    pub end: bool,
-}
-
-/// A walker: reads the window in chunks, adding matches to the page as it
-/// finds them.
-pub trait Walk {
-    /// Adds the rows whose ids sort at or after '8' (no ULID does): read on
-    /// first pages, before the ULIDs (or by the first chunk, for a walker
-    /// that reads them first anyway).
-    ///
-    /// # Safety
-    /// The call's datums are live; SPI is connected for the statements.
-    unsafe fn above(&mut self, page: &mut Page);
-    /// Whether the walk's first chunk reads those rows first anyway (then
-    /// `above` is called only for a call sent straight to a rare path).
-    fn reads_above_first(&self) -> bool {
-        false
-    }
-    /// Reads the next `entries` entries (all the rest when None), adding
-    /// matches until the page is full.
-    ///
-    /// # Safety
-    /// As [`Walk::above`].
-    unsafe fn chunk(&mut self, page: &mut Page, entries: Option<i64>) -> Walked;
-    /// Where the walk stopped: ids below it are unread. None before the
-    /// first entry.
-    ///
-    /// # Safety
-    /// As [`Walk::above`].
-    unsafe fn cursor(&self) -> Option<Datum>;
-    /// The newest (or oldest) id of the window below `upper`, visible or
-    /// not: the rare paths only bound ranges with it, and a dead entry's id
-    /// only widens them.
-    ///
-    /// # Safety
-    /// As [`Walk::above`].
-    unsafe fn end_id(&mut self, upper: Datum, newest: bool) -> Option<Vec<u8>>;
-    /// One range of the tenant-keys path, read directly: the rows of ids
-    /// in `[floor, upper)` whose keys overlap every array (one per
-    /// clause), checked exactly, newest first, as many as the page wants.
-    /// False, having added nothing, when this walker cannot (then the
-    /// keys statement answers the range).
-    ///
-    /// # Safety
-    /// As [`Walk::above`]; the arrays are `int8[]` datums.
-    unsafe fn keys_range(
-        &mut self,
-        arrays: &[Datum],
-        floor: Datum,
-        upper: Datum,
-        page: &mut Page,
-    ) -> bool;
-}
+use super::walker::{Walk, Walked};
+use super::{probe, rare};
 
 /// Fills `page` with the call's matches, newest first.
 ///

@@ -14,43 +14,26 @@
 //! role with `SELECT` on the table and no row-level security in force.
 //! Anything else (views, partitioned tables, policies, column grants) takes
 //! the statement walk, which the planner and executor make right.
+//!
+//! - this file: the scan of the pagination index, chunk by chunk;
+//! - `heap.rs`: a candidate's row fetched and checked exactly;
+//! - `keys.rs`: ranges of the tenant-keys index read in place.
+
+mod heap;
+mod keys;
 
 use std::borrow::Cow;
 
 use alerts_core::Filter;
-use pgrx::pg_sys::{self, AttrNumber, Datum, Oid};
+use pgrx::pg_sys::{self, Datum, Oid};
 
+use super::call::Call;
 use super::layout::Layout;
-use super::spi::{cstr_owned, text_of, Page};
-use super::trace;
-use super::walk::{Walk, Walked};
-use super::Call;
+use super::page::Page;
+use super::spi::{cstr_owned, text_of};
+use super::walker::{Walk, Walked};
 use crate::columns::Columns;
 use crate::datum::text_cmp as compare;
-
-/// Deforms the slot's row up to column `upto`; then [`slot_column`] reads
-/// any column up to it.
-///
-/// # Safety
-/// The slot holds a tuple.
-unsafe fn deform_slot(slot: *mut pg_sys::TupleTableSlot, upto: AttrNumber) {
-    // SAFETY: as the caller's.
-    unsafe {
-        if ((*slot).tts_nvalid as i32) < upto as i32 {
-            pg_sys::slot_getsomeattrs_int(slot, upto as i32);
-        }
-    }
-}
-
-/// Column `attno` of the slot's row, None when NULL.
-///
-/// # Safety
-/// The row is deformed up to `attno` ([`deform_slot`]).
-unsafe fn slot_column(slot: *mut pg_sys::TupleTableSlot, attno: AttrNumber) -> Option<Datum> {
-    let i = attno as usize - 1;
-    // SAFETY: as the caller's.
-    unsafe { (!*(*slot).tts_isnull.add(i)).then(|| *(*slot).tts_values.add(i)) }
-}
 
 /// Deforms the index tuple `scan` stands on into `values` and `nulls` (one
 /// entry per index column) and returns its `id` (column 2).
@@ -73,40 +56,6 @@ unsafe fn deform_entry<'t>(
         );
         crate::datum::varlena_bytes(values[1])
     }
-}
-
-/// The strategy of `&&` in GIN's array operator classes.
-const GIN_OVERLAP: u32 = 1;
-
-/// The TID of offset `offset` of block `block`.
-fn item_pointer(
-    block: pg_sys::BlockNumber,
-    offset: pg_sys::OffsetNumber,
-) -> pg_sys::ItemPointerData {
-    pg_sys::ItemPointerData {
-        ip_blkid: pg_sys::BlockIdData {
-            bi_hi: (block >> 16) as u16,
-            bi_lo: (block & 0xffff) as u16,
-        },
-        ip_posid: offset,
-    }
-}
-
-/// `buffer` holding the page of `tid`: the same one, or that page read in
-/// its place.
-///
-/// # Safety
-/// `buffer` is a pinned buffer of `heap` or InvalidBuffer.
-unsafe fn buffer_for(
-    buffer: &mut pg_sys::Buffer,
-    heap: pg_sys::Relation,
-    tid: &pg_sys::ItemPointerData,
-) -> pg_sys::Buffer {
-    let block = ((tid.ip_blkid.bi_hi as u32) << 16) | tid.ip_blkid.bi_lo as u32;
-    // SAFETY: as the caller's; ReleaseAndReadBuffer keeps a buffer that
-    // already holds the block.
-    unsafe { *buffer = pg_sys::ReleaseAndReadBuffer(*buffer, heap, block) };
-    *buffer
 }
 
 /// One call's scan of the pagination index.
@@ -378,283 +327,6 @@ impl<'a> IndexWalk<'a> {
             .zip(time(&self.smallest))
             .map(|(first, last)| first.abs_diff(last).max(1));
         walked
-    }
-
-    /// The current entry, a bloom candidate: fetched from the heap (if
-    /// visible to the snapshot), checked exactly, and added to the page if
-    /// it matches.
-    unsafe fn candidate(&mut self, page: &mut Page) -> bool {
-        // SAFETY: the scan is positioned on an entry; the slot holds the
-        // fetched tuple until the next fetch.
-        unsafe {
-            if !pg_sys::index_fetch_heap(self.scan, self.slot) {
-                return false; // not visible to this snapshot
-            }
-            // None: the heap row's bitmap (not in the index) refused it,
-            // before any recheck
-            let Some(matched) = self.candidate_matches() else {
-                return false;
-            };
-            trace::candidate(matched);
-            if matched {
-                self.add_slot(page);
-            }
-            matched
-        }
-    }
-
-    /// Whether the fetched candidate in the slot matches exactly; None when
-    /// its heap bitmap (the index has none) already refuses it.
-    unsafe fn candidate_matches(&mut self) -> Option<bool> {
-        // SAFETY: the slot holds the fetched tuple.
-        unsafe {
-            let slot = self.slot;
-            deform_slot(
-                slot,
-                self.layout
-                    .attrs
-                    .max(self.layout.bitmap)
-                    .max(self.last_column()),
-            );
-            let value = |attno| slot_column(slot, attno);
-            if self.layout.bitmap_in_index.is_none() {
-                if let Some(bm) = value(self.layout.bitmap) {
-                    if !self.filter.bloom_match_bytes(crate::datum::bitmap_arg(bm)) {
-                        return None;
-                    }
-                }
-            }
-            let Some(attrs) = value(self.layout.attrs) else {
-                return Some(false); // no attributes: matches no filter but {}
-            };
-            // The column filter first: an equality of a few datums, where
-            // the attributes' check walks the jsonb.
-            Some(self.columns_match() && crate::jsonb::exact_match_of(self.filter, attrs))
-        }
-    }
-
-    /// The largest column number the column filter reads (0: none).
-    fn last_column(&self) -> AttrNumber {
-        self.columns.as_ref().map_or(0, |c| c.last)
-    }
-
-    /// Whether the slot's row passes the column filter.
-    ///
-    /// # Safety
-    /// The slot's row is deformed up to [`IndexWalk::last_column`].
-    unsafe fn columns_match(&self) -> bool {
-        let slot = self.slot;
-        // SAFETY: as the caller's.
-        self.columns
-            .as_ref()
-            .is_none_or(|c| unsafe { c.matches(|attno| slot_column(slot, attno)) })
-    }
-
-    /// Adds the slot's row to the page, as the rows' type.
-    unsafe fn add_slot(&mut self, page: &mut Page) {
-        // SAFETY: the slot holds a heap tuple of `heap`.
-        unsafe {
-            let mut free = false;
-            let tuple = pg_sys::ExecFetchSlotHeapTuple(self.slot, false, &mut free);
-            match self.output {
-                None => page.add_tuple(tuple, (*self.heap).rd_att),
-                Some((rel, map)) => {
-                    let tuple = if map.is_null() {
-                        tuple
-                    } else {
-                        pg_sys::execute_attr_map_tuple(tuple, map)
-                    };
-                    page.add_tuple(tuple, (*rel).rd_att)
-                }
-            }
-        }
-    }
-
-    /// The TIDs whose tenant keys overlap every array (one per clause),
-    /// from the keys index; None when its operator is missing.
-    unsafe fn keys_bitmap(
-        &mut self,
-        keys_index: Oid,
-        arrays: &[Datum],
-    ) -> Option<*mut pg_sys::TIDBitmap> {
-        // SAFETY: the index is opened and closed here.
-        unsafe {
-            let index = pg_sys::index_open(keys_index, pg_sys::AccessShareLock as i32);
-            let family = *(*index).rd_opfamily;
-            let ty = *(*index).rd_opcintype;
-            let op = pg_sys::get_opfamily_member(family, ty, ty, GIN_OVERLAP as i16);
-            if op == pg_sys::InvalidOid {
-                pg_sys::index_close(index, pg_sys::NoLock as i32);
-                return None;
-            }
-            let procedure = pg_sys::get_opcode(op);
-            let mut keys: Vec<pg_sys::ScanKeyData> =
-                arrays.iter().map(|_| Default::default()).collect();
-            for (key, array) in keys.iter_mut().zip(arrays) {
-                pg_sys::ScanKeyInit(key, 1, GIN_OVERLAP as u16, procedure, *array);
-                key.sk_collation = *(*index).rd_indcollation;
-            }
-            let n = keys.len() as i32;
-            let scan = crate::compat::index_beginscan_bitmap(index, pg_sys::GetActiveSnapshot(), n);
-            pg_sys::index_rescan(scan, keys.as_mut_ptr(), n, std::ptr::null_mut(), 0);
-            let tbm = crate::compat::tbm_create();
-            pg_sys::index_getbitmap(scan, tbm);
-            pg_sys::index_endscan(scan);
-            pg_sys::index_close(index, pg_sys::NoLock as i32);
-            Some(tbm)
-        }
-    }
-
-    /// Fetches into the slot the version of the row at `tid` (or of its
-    /// HOT chain) that the snapshot sees; false if none.
-    unsafe fn fetch(&mut self, buffer: pg_sys::Buffer, tid: pg_sys::ItemPointerData) -> bool {
-        // SAFETY: the buffer holds tid's page and is pinned by the caller.
-        unsafe {
-            let mut tid = tid;
-            pg_sys::ExecClearTuple(self.slot);
-            // The tuple header lives in the slot, which keeps a pointer to
-            // it (as the heap's own index fetch does).
-            let tuple = &raw mut (*(self.slot as *mut pg_sys::BufferHeapTupleTableSlot))
-                .base
-                .tupdata;
-            let mut all_dead = false;
-            pg_sys::LockBuffer(buffer, pg_sys::BUFFER_LOCK_SHARE as i32);
-            let found = pg_sys::heap_hot_search_buffer(
-                &mut tid,
-                self.heap,
-                buffer,
-                pg_sys::GetActiveSnapshot(),
-                tuple,
-                &mut all_dead,
-                true,
-            );
-            pg_sys::LockBuffer(buffer, pg_sys::BUFFER_LOCK_UNLOCK as i32);
-            if found {
-                pg_sys::ExecStoreBufferHeapTuple(tuple, self.slot, buffer);
-            }
-            found
-        }
-    }
-
-    /// The id of the row at `tid` if the snapshot sees it and it is the
-    /// tenant's, in the range (above `lower`, or at it when it is not
-    /// strict; below `upper` when there is one), and matches the filter
-    /// exactly.
-    unsafe fn range_match(
-        &mut self,
-        buffer: pg_sys::Buffer,
-        tid: pg_sys::ItemPointerData,
-        (lower, strict): (Datum, bool),
-        upper: Option<Datum>,
-    ) -> Option<Vec<u8>> {
-        // SAFETY: the slot holds the fetched tuple while it is read; the
-        // entry context is reset after.
-        unsafe {
-            if !self.fetch(buffer, tid) {
-                return None;
-            }
-            let l = self.layout;
-            let old = pg_sys::MemoryContextSwitchTo(self.entry_cxt);
-            let slot = self.slot;
-            deform_slot(
-                slot,
-                l.org
-                    .max(l.id)
-                    .max(l.attrs)
-                    .max(l.bitmap)
-                    .max(self.last_column()),
-            );
-            let value = |attno| slot_column(slot, attno);
-            let bytes = |d: Datum| crate::datum::varlena_bytes(d);
-            let tenant = bytes(self.keys[0].sk_argument);
-            let id = match (value(l.org), value(l.id), value(l.attrs)) {
-                (Some(org), Some(id), Some(attrs)) => {
-                    let id = bytes(id);
-                    let above = compare(id, bytes(lower), l.id_collation);
-                    let matched = compare(bytes(org), tenant, l.org_collation).is_eq()
-                        && (above.is_gt() || (above.is_eq() && !strict))
-                        && upper.is_none_or(|u| compare(id, bytes(u), l.id_collation).is_lt())
-                        && value(l.bitmap).is_none_or(|bm| {
-                            self.filter.bloom_match_bytes(crate::datum::bitmap_arg(bm))
-                        })
-                        && self.columns_match()
-                        && crate::jsonb::exact_match_of(self.filter, attrs);
-                    trace::candidate(matched);
-                    matched.then(|| id.to_vec())
-                }
-                _ => None,
-            };
-            pg_sys::MemoryContextSwitchTo(old);
-            pg_sys::MemoryContextReset(self.entry_cxt);
-            id
-        }
-    }
-
-    /// The rows of a range whose keys overlap every array (one per clause),
-    /// checked exactly, in the walk's order, as many as the page wants;
-    /// false, having added nothing, when the keys index cannot answer
-    /// (lossy bitmap, or no index or operator). The range is above `lower`
-    /// (or at it, not strict) and below `upper` when there is one.
-    ///
-    /// # Safety
-    /// As [`Walk::keys_range`].
-    pub unsafe fn keys_rows(
-        &mut self,
-        arrays: &[Datum],
-        lower: (Datum, bool),
-        upper: Option<Datum>,
-        page: &mut Page,
-    ) -> bool {
-        let Some(keys_index) = self.layout.keys_index else {
-            return false;
-        };
-        // SAFETY: the keys index is opened, scanned and closed here; heap
-        // pages are read pinned and share-locked, as a bitmap heap scan
-        // reads them.
-        unsafe {
-            let Some(tbm) = self.keys_bitmap(keys_index, arrays) else {
-                return false;
-            };
-            // Matches in the range: their ids and the TIDs the index gave.
-            let mut found: Vec<(Vec<u8>, pg_sys::ItemPointerData)> = Vec::new();
-            let mut buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
-            let exact = crate::compat::tbm_pages(tbm, &mut |block, offsets| {
-                let Some(offsets) = offsets else {
-                    return false; // lossy: the statement answers this range
-                };
-                buffer = pg_sys::ReleaseAndReadBuffer(buffer, self.heap, block);
-                for &offset in offsets {
-                    pgrx::check_for_interrupts!();
-                    let tid = item_pointer(block, offset);
-                    if let Some(id) = self.range_match(buffer, tid, lower, upper) {
-                        found.push((id, tid));
-                    }
-                }
-                true
-            });
-            pg_sys::tbm_free(tbm);
-            if exact {
-                // In the walk's order (newest or oldest first), in the id
-                // column's collation; the page's rows fetched again (same
-                // snapshot, same versions).
-                let collation = self.layout.id_collation;
-                if self.ascending {
-                    found.sort_by(|a, b| compare(&a.0, &b.0, collation));
-                } else {
-                    found.sort_by(|a, b| compare(&b.0, &a.0, collation));
-                }
-                for (_, tid) in found.iter().take(page.want.max(0) as usize) {
-                    if self.fetch(buffer_for(&mut buffer, self.heap, tid), *tid) {
-                        self.add_slot(page);
-                    }
-                }
-            }
-            pg_sys::ExecClearTuple(self.slot);
-            if buffer != pg_sys::InvalidBuffer as pg_sys::Buffer {
-                pg_sys::ReleaseBuffer(buffer);
-            }
-            exact
-        }
     }
 
     /// The oldest (or newest) id of the tenant's entries above `lower` (at

@@ -1,0 +1,66 @@
+//! What a plan of the node carries: its `custom_exprs` in order (the
+//! tenant, the attribute conditions, the lower and upper bounds on `id`, the
+//! query's `LIMIT` and `OFFSET`, the column values), described by a list of
+//! integers in `custom_private`. Written by the planner (`path.rs`), read
+//! by the executor (`exec.rs`), which share nothing else.
+
+use pgrx::pg_sys::AttrNumber;
+
+use super::quals::Kind;
+
+/// What a plan's `custom_exprs` hold, read back from `custom_private`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shape {
+    /// The table's ids are unique (a unique index on them, or on the
+    /// tenant and them): a page can end anywhere.
+    pub ids_unique: bool,
+    pub filters: Vec<Kind>,
+    pub lower: usize,
+    pub upper: usize,
+    pub count: bool,
+    pub offset: bool,
+    /// Columns tested as the search's column filter: (column number,
+    /// whether the value is a list).
+    pub columns: Vec<(AttrNumber, bool)>,
+    /// Upper bounds `id <= value` (after the `<` ones).
+    pub upper_inclusive: usize,
+    /// The query wants the rows oldest first (`ORDER BY id ASC`).
+    pub ascending: bool,
+}
+
+impl Shape {
+    pub fn to_ints(&self) -> Vec<i32> {
+        let mut v = vec![self.ids_unique as i32, self.filters.len() as i32];
+        v.extend(self.filters.iter().map(|&k| k.to_int()));
+        v.extend([
+            self.lower as i32,
+            self.upper as i32,
+            self.count as i32,
+            self.offset as i32,
+        ]);
+        v.push(self.columns.len() as i32);
+        v.extend(self.columns.iter().flat_map(|&(a, l)| [a as i32, l as i32]));
+        v.push(self.upper_inclusive as i32);
+        v.push(self.ascending as i32);
+        v
+    }
+
+    pub fn from_ints(v: &[i32]) -> Shape {
+        let n = v[1] as usize;
+        let rest = &v[2 + n..];
+        Shape {
+            ids_unique: v[0] != 0,
+            filters: v[2..2 + n].iter().map(|&k| Kind::from_int(k)).collect(),
+            lower: rest[0] as usize,
+            upper: rest[1] as usize,
+            count: rest[2] != 0,
+            offset: rest[3] != 0,
+            columns: rest[5..5 + 2 * rest[4] as usize]
+                .chunks(2)
+                .map(|c| (c[0] as AttrNumber, c[1] != 0))
+                .collect(),
+            upper_inclusive: rest[5 + 2 * rest[4] as usize] as usize,
+            ascending: rest[6 + 2 * rest[4] as usize] != 0,
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! One call as the page algorithms see it: its checked arguments and what
+//! the table offers for its filter (`Call`), and the bounds of a page read
+//! oldest first (`Ascending`).
+
+use alerts_core::walk::RarePaths;
+use alerts_core::Filter;
+use pgrx::pg_sys::{self, Datum};
+
+use super::spi;
+
+/// A page read oldest first (`ORDER BY id ASC`, from the custom scan):
+/// the window is `[floor, upper)` (no upper bound when None), read from
+/// above `after`, the last page's last id, when there is one.
+#[derive(Clone, Copy)]
+pub struct Ascending {
+    pub after: Option<Datum>,
+    pub upper: Option<Datum>,
+}
+
+/// One call's arguments, checked, and what the table offers for its filter.
+pub struct Call<'a> {
+    pub org: Datum,
+    pub filter: Datum,
+    pub compiled: &'a Filter,
+    /// The column filter (`columns => ...`), when given.
+    pub columns: Option<Datum>,
+    /// The window's smallest id (`alerts_ulid_floor(since)`).
+    pub floor: Datum,
+    /// Ids below this: `before_id`, or '8' (after every ULID) on a first
+    /// page.
+    pub before: Datum,
+    pub first_page: bool,
+    pub paths: RarePaths,
+    /// The filter as one GIN jsonpath, when it has that form.
+    pub jsonpath: Option<String>,
+    /// Oldest first; None: newest first, below `before`.
+    pub ascending: Option<Ascending>,
+}
+
+impl Call<'_> {
+    /// Runs one of the statements that check rows exactly, whose last
+    /// parameter is the column filter, with `args` before it.
+    ///
+    /// # Safety
+    /// SPI is connected; `args` match the statement's other parameters.
+    pub unsafe fn execute(
+        &self,
+        plan: pg_sys::SPIPlanPtr,
+        args: &[Datum],
+    ) -> *mut pg_sys::SPITupleTable {
+        let all: Vec<Option<Datum>> = args.iter().copied().map(Some).collect();
+        // SAFETY: as the caller's.
+        unsafe { self.execute_nullable(plan, &all) }
+    }
+
+    /// As [`Call::execute`], with arguments that may be NULL.
+    ///
+    /// # Safety
+    /// As [`Call::execute`].
+    pub unsafe fn execute_nullable(
+        &self,
+        plan: pg_sys::SPIPlanPtr,
+        args: &[Option<Datum>],
+    ) -> *mut pg_sys::SPITupleTable {
+        let mut all = args.to_vec();
+        all.push(self.columns);
+        // SAFETY: as the caller's.
+        unsafe { spi::execute_nullable(plan, &all) }
+    }
+}

@@ -1,0 +1,220 @@
+//! The page being built: rows of the table's row type, checked to be of
+//! it, into the tuplestore `alerts_search` returns or as the rows the
+//! custom scan and `alerts_search_wire` use, and how many it still needs.
+
+use pgrx::pg_sys::{self, Datum, Oid};
+use pgrx::PgSqlErrorCode;
+
+use super::spi::{cstr_owned, rows};
+use crate::datum::error;
+
+/// Where a page's rows go: the tuplestore `alerts_search` returns, or the
+/// rows `alerts_search_wire` sends (values copied out of SPI's memory).
+enum Sink {
+    Store(*mut pg_sys::Tuplestorestate),
+    /// The rows, and the memory they are kept in (the page's creator's).
+    Rows(Vec<Datum>, pg_sys::MemoryContext),
+}
+
+/// The page being built, in the table's row type, and how many rows it
+/// still needs.
+pub struct Page {
+    sink: Sink,
+    /// The table's row type: every row stored is of it.
+    rowtype: Oid,
+    /// Rows asked for.
+    size: i64,
+    /// Rows still to find.
+    pub want: i64,
+}
+
+impl Page {
+    /// A page of rows of type `rowtype` returned as the rows of a
+    /// tuplestore.
+    pub fn store(store: *mut pg_sys::Tuplestorestate, size: i64, rowtype: Oid) -> Page {
+        Page {
+            sink: Sink::Store(store),
+            rowtype,
+            size,
+            want: size,
+        }
+    }
+
+    /// A page of rows of type `rowtype` collected as rows (see
+    /// [`Page::into_rows`]), kept in the current memory context: create it
+    /// before `SPI_connect`.
+    pub fn rows(size: i64, rowtype: Oid) -> Page {
+        Page {
+            // SAFETY: reads the backend's current context.
+            sink: Sink::Rows(Vec::new(), unsafe { pg_sys::CurrentMemoryContext }),
+            rowtype,
+            size,
+            want: size,
+        }
+    }
+
+    pub fn size(&self) -> i64 {
+        self.size
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.want <= 0
+    }
+
+    /// Appends one row (a non-NULL composite datum of the table's row type).
+    ///
+    /// # Safety
+    /// `d` must be a live composite datum of the page's row type; SPI is
+    /// connected.
+    unsafe fn push(&mut self, d: Datum) {
+        // SAFETY: as the caller's.
+        unsafe {
+            match &mut self.sink {
+                Sink::Store(store) => {
+                    let td = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as pg_sys::HeapTupleHeader;
+                    let mut tmp = pg_sys::HeapTupleData {
+                        t_len: pgrx::varsize_any(td as *const pg_sys::varlena) as u32,
+                        t_data: td,
+                        ..Default::default()
+                    };
+                    pg_sys::tuplestore_puttuple(*store, &mut tmp);
+                }
+                // into the page's memory, not compressed (a statement's
+                // row value may be)
+                Sink::Rows(rows, cxt) => {
+                    let old = pg_sys::MemoryContextSwitchTo(*cxt);
+                    let flat = pg_sys::pg_detoast_datum(d.cast_mut_ptr());
+                    let kept = if flat == d.cast_mut_ptr() {
+                        let len = pgrx::varsize_any(flat);
+                        let copy = pg_sys::palloc(len);
+                        std::ptr::copy_nonoverlapping(flat as *const u8, copy as *mut u8, len);
+                        Datum::from(copy)
+                    } else {
+                        Datum::from(flat)
+                    };
+                    pg_sys::MemoryContextSwitchTo(old);
+                    rows.push(kept)
+                }
+            }
+        }
+        self.want -= 1;
+    }
+
+    /// Appends the non-NULL values of column 1 (the table's row type) of a
+    /// result table, at most as many as the page still wants; returns how
+    /// many.
+    ///
+    /// # Safety
+    /// `tt` must be a live SPI result table whose column 1 is the table's
+    /// row type.
+    pub unsafe fn add(&mut self, tt: *mut pg_sys::SPITupleTable) -> i64 {
+        let mut copied = 0;
+        // SAFETY: tt is a live SPI result table; its column 1 is checked to
+        // be the row type before any value is read.
+        unsafe {
+            self.check_type((*tt).tupdesc);
+            for i in 0..rows(tt) as usize {
+                if self.is_full() {
+                    break;
+                }
+                let mut isnull = false;
+                let d = pg_sys::SPI_getbinval(*(*tt).vals.add(i), (*tt).tupdesc, 1, &mut isnull);
+                if !isnull {
+                    self.push(d);
+                    copied += 1;
+                }
+            }
+        }
+        copied
+    }
+
+    /// An ERROR unless column 1 of `desc` is the page's row type. A
+    /// statement names its table, and Postgres resolves the name again
+    /// when it replans: if another table took the name since (a schema
+    /// renamed while the search ran), its rows are refused here, never
+    /// stored as this table's.
+    ///
+    /// # Safety
+    /// `desc` is a live descriptor with at least one column.
+    unsafe fn check_type(&self, desc: pg_sys::TupleDesc) {
+        // SAFETY: as the caller's.
+        let got = unsafe { crate::compat::attribute(desc, 1).atttypid };
+        if got != self.rowtype {
+            // SAFETY: format_type_be of valid type OIDs.
+            let (want, got) = unsafe {
+                (
+                    cstr_owned(pg_sys::format_type_be(self.rowtype)),
+                    cstr_owned(pg_sys::format_type_be(got)),
+                )
+            };
+            error(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("alerts_search: a statement for table {want} read rows of {got}: a table or schema was renamed while the search ran"),
+                "run the search again",
+            );
+        }
+    }
+
+    /// Appends one row read from a table (a heap tuple of descriptor
+    /// `desc`, the page's row type), flattened out of TOAST as a composite
+    /// value would be.
+    ///
+    /// # Safety
+    /// `tuple` must be live and of descriptor `desc`; the page is not full.
+    pub unsafe fn add_tuple(&mut self, tuple: pg_sys::HeapTuple, desc: pg_sys::TupleDesc) {
+        // SAFETY: as the caller's. A page of rows gets the datum built
+        // in its own memory (one copy, flat), a store a copy of it.
+        unsafe {
+            // A row stored before a column was added with a default has
+            // fewer columns than the table: the default is in the
+            // catalog, not in the row. A composite value carries every
+            // column (a reader of it never looks at the catalog), so the
+            // row is expanded first, as a whole-row reference would be.
+            let natts = (*(*tuple).t_data).t_infomask2 & pg_sys::HEAP_NATTS_MASK as u16;
+            let tuple = if (natts as i32) < (*desc).natts {
+                pg_sys::heap_expand_tuple(tuple, desc)
+            } else {
+                tuple
+            };
+            if let Sink::Rows(rows, cxt) = &mut self.sink {
+                let old = pg_sys::MemoryContextSwitchTo(*cxt);
+                rows.push(pg_sys::heap_copy_tuple_as_datum(tuple, desc));
+                pg_sys::MemoryContextSwitchTo(old);
+                self.want -= 1;
+                return;
+            }
+            self.push(pg_sys::heap_copy_tuple_as_datum(tuple, desc))
+        }
+    }
+
+    /// Appends one row another node sent (see `wire::decode`); false once
+    /// the page is full.
+    ///
+    /// # Safety
+    /// As [`Page::push`].
+    pub unsafe fn add_row(&mut self, d: Datum) -> bool {
+        if !self.is_full() {
+            // SAFETY: as the caller's.
+            unsafe { self.push(d) };
+        }
+        !self.is_full()
+    }
+
+    /// Empties the page, to be read again.
+    pub fn clear(&mut self) {
+        match &mut self.sink {
+            // SAFETY: the store is live for the call.
+            Sink::Store(store) => unsafe { pg_sys::tuplestore_clear(*store) },
+            Sink::Rows(rows, _) => rows.clear(),
+        }
+        self.want = self.size;
+    }
+
+    /// The page's rows, in the memory of the caller of `SPI_connect`.
+    pub fn into_rows(self) -> Vec<Datum> {
+        let Sink::Rows(rows, _) = self.sink else {
+            unreachable!("into_rows is called on pages collected as rows")
+        };
+        rows
+    }
+}

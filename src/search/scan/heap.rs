@@ -1,0 +1,163 @@
+//! The direct walk's heap side: a candidate's row fetched (the version the
+//! snapshot sees, through its HOT chain), checked exactly (tenant, bloom,
+//! column filter, attributes), and added to the page in the rows' type.
+
+use pgrx::pg_sys::{self, AttrNumber, Datum};
+
+use super::IndexWalk;
+use crate::search::page::Page;
+use crate::search::trace;
+
+/// Deforms the slot's row up to column `upto`; then [`slot_column`] reads
+/// any column up to it.
+///
+/// # Safety
+/// The slot holds a tuple.
+pub(super) unsafe fn deform_slot(slot: *mut pg_sys::TupleTableSlot, upto: AttrNumber) {
+    // SAFETY: as the caller's.
+    unsafe {
+        if ((*slot).tts_nvalid as i32) < upto as i32 {
+            pg_sys::slot_getsomeattrs_int(slot, upto as i32);
+        }
+    }
+}
+
+/// Column `attno` of the slot's row, None when NULL.
+///
+/// # Safety
+/// The row is deformed up to `attno` ([`deform_slot`]).
+pub(super) unsafe fn slot_column(
+    slot: *mut pg_sys::TupleTableSlot,
+    attno: AttrNumber,
+) -> Option<Datum> {
+    let i = attno as usize - 1;
+    // SAFETY: as the caller's.
+    unsafe { (!*(*slot).tts_isnull.add(i)).then(|| *(*slot).tts_values.add(i)) }
+}
+
+impl IndexWalk<'_> {
+    /// The current entry, a bloom candidate: fetched from the heap (if
+    /// visible to the snapshot), checked exactly, and added to the page if
+    /// it matches.
+    pub(super) unsafe fn candidate(&mut self, page: &mut Page) -> bool {
+        // SAFETY: the scan is positioned on an entry; the slot holds the
+        // fetched tuple until the next fetch.
+        unsafe {
+            if !pg_sys::index_fetch_heap(self.scan, self.slot) {
+                return false; // not visible to this snapshot
+            }
+            // None: the heap row's bitmap (not in the index) refused it,
+            // before any recheck
+            let Some(matched) = self.candidate_matches() else {
+                return false;
+            };
+            trace::candidate(matched);
+            if matched {
+                self.add_slot(page);
+            }
+            matched
+        }
+    }
+
+    /// Whether the fetched candidate in the slot matches exactly; None when
+    /// its heap bitmap (the index has none) already refuses it.
+    pub(super) unsafe fn candidate_matches(&mut self) -> Option<bool> {
+        // SAFETY: the slot holds the fetched tuple.
+        unsafe {
+            let slot = self.slot;
+            deform_slot(
+                slot,
+                self.layout
+                    .attrs
+                    .max(self.layout.bitmap)
+                    .max(self.last_column()),
+            );
+            let value = |attno| slot_column(slot, attno);
+            if self.layout.bitmap_in_index.is_none() {
+                if let Some(bm) = value(self.layout.bitmap) {
+                    if !self.filter.bloom_match_bytes(crate::datum::bitmap_arg(bm)) {
+                        return None;
+                    }
+                }
+            }
+            let Some(attrs) = value(self.layout.attrs) else {
+                return Some(false); // no attributes: matches no filter but {}
+            };
+            // The column filter first: an equality of a few datums, where
+            // the attributes' check walks the jsonb.
+            Some(self.columns_match() && crate::jsonb::exact_match_of(self.filter, attrs))
+        }
+    }
+
+    /// The largest column number the column filter reads (0: none).
+    pub(super) fn last_column(&self) -> AttrNumber {
+        self.columns.as_ref().map_or(0, |c| c.last)
+    }
+
+    /// Whether the slot's row passes the column filter.
+    ///
+    /// # Safety
+    /// The slot's row is deformed up to [`IndexWalk::last_column`].
+    pub(super) unsafe fn columns_match(&self) -> bool {
+        let slot = self.slot;
+        // SAFETY: as the caller's.
+        self.columns
+            .as_ref()
+            .is_none_or(|c| unsafe { c.matches(|attno| slot_column(slot, attno)) })
+    }
+
+    /// Adds the slot's row to the page, as the rows' type.
+    pub(super) unsafe fn add_slot(&mut self, page: &mut Page) {
+        // SAFETY: the slot holds a heap tuple of `heap`.
+        unsafe {
+            let mut free = false;
+            let tuple = pg_sys::ExecFetchSlotHeapTuple(self.slot, false, &mut free);
+            match self.output {
+                None => page.add_tuple(tuple, (*self.heap).rd_att),
+                Some((rel, map)) => {
+                    let tuple = if map.is_null() {
+                        tuple
+                    } else {
+                        pg_sys::execute_attr_map_tuple(tuple, map)
+                    };
+                    page.add_tuple(tuple, (*rel).rd_att)
+                }
+            }
+        }
+    }
+
+    /// Fetches into the slot the version of the row at `tid` (or of its
+    /// HOT chain) that the snapshot sees; false if none.
+    pub(super) unsafe fn fetch(
+        &mut self,
+        buffer: pg_sys::Buffer,
+        tid: pg_sys::ItemPointerData,
+    ) -> bool {
+        // SAFETY: the buffer holds tid's page and is pinned by the caller.
+        unsafe {
+            let mut tid = tid;
+            pg_sys::ExecClearTuple(self.slot);
+            // The tuple header lives in the slot, which keeps a pointer to
+            // it (as the heap's own index fetch does).
+            let tuple = &raw mut (*(self.slot as *mut pg_sys::BufferHeapTupleTableSlot))
+                .base
+                .tupdata;
+            let mut all_dead = false;
+            pg_sys::LockBuffer(buffer, pg_sys::BUFFER_LOCK_SHARE as i32);
+            let found = pg_sys::heap_hot_search_buffer(
+                &mut tid,
+                self.heap,
+                buffer,
+                pg_sys::GetActiveSnapshot(),
+                tuple,
+                &mut all_dead,
+                true,
+            );
+            pg_sys::LockBuffer(buffer, pg_sys::BUFFER_LOCK_UNLOCK as i32);
+            if found {
+                pg_sys::ExecStoreBufferHeapTuple(tuple, self.slot, buffer);
+            }
+            found
+        }
+    }
+}

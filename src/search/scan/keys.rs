@@ -1,0 +1,204 @@
+//! The direct walk's tenant-keys reader: one bitmap scan of the keys index
+//! for a range, the heap pages of the bitmap read as a bitmap heap scan
+//! reads them, every row checked (tenant, id bounds, filter) and the range's
+//! matches added in the walk's order.
+
+use pgrx::pg_sys::{self, Datum, Oid};
+
+use super::heap::{deform_slot, slot_column};
+use super::IndexWalk;
+use crate::datum::text_cmp as compare;
+use crate::search::page::Page;
+use crate::search::trace;
+
+/// The strategy of `&&` in GIN's array operator classes.
+const GIN_OVERLAP: u32 = 1;
+
+/// The TID of offset `offset` of block `block`.
+fn item_pointer(
+    block: pg_sys::BlockNumber,
+    offset: pg_sys::OffsetNumber,
+) -> pg_sys::ItemPointerData {
+    pg_sys::ItemPointerData {
+        ip_blkid: pg_sys::BlockIdData {
+            bi_hi: (block >> 16) as u16,
+            bi_lo: (block & 0xffff) as u16,
+        },
+        ip_posid: offset,
+    }
+}
+
+/// `buffer` holding the page of `tid`: the same one, or that page read in
+/// its place.
+///
+/// # Safety
+/// `buffer` is a pinned buffer of `heap` or InvalidBuffer.
+unsafe fn buffer_for(
+    buffer: &mut pg_sys::Buffer,
+    heap: pg_sys::Relation,
+    tid: &pg_sys::ItemPointerData,
+) -> pg_sys::Buffer {
+    let block = ((tid.ip_blkid.bi_hi as u32) << 16) | tid.ip_blkid.bi_lo as u32;
+    // SAFETY: as the caller's; ReleaseAndReadBuffer keeps a buffer that
+    // already holds the block.
+    unsafe { *buffer = pg_sys::ReleaseAndReadBuffer(*buffer, heap, block) };
+    *buffer
+}
+
+impl IndexWalk<'_> {
+    /// The TIDs whose tenant keys overlap every array (one per clause),
+    /// from the keys index; None when its operator is missing.
+    pub(super) unsafe fn keys_bitmap(
+        &mut self,
+        keys_index: Oid,
+        arrays: &[Datum],
+    ) -> Option<*mut pg_sys::TIDBitmap> {
+        // SAFETY: the index is opened and closed here.
+        unsafe {
+            let index = pg_sys::index_open(keys_index, pg_sys::AccessShareLock as i32);
+            let family = *(*index).rd_opfamily;
+            let ty = *(*index).rd_opcintype;
+            let op = pg_sys::get_opfamily_member(family, ty, ty, GIN_OVERLAP as i16);
+            if op == pg_sys::InvalidOid {
+                pg_sys::index_close(index, pg_sys::NoLock as i32);
+                return None;
+            }
+            let procedure = pg_sys::get_opcode(op);
+            let mut keys: Vec<pg_sys::ScanKeyData> =
+                arrays.iter().map(|_| Default::default()).collect();
+            for (key, array) in keys.iter_mut().zip(arrays) {
+                pg_sys::ScanKeyInit(key, 1, GIN_OVERLAP as u16, procedure, *array);
+                key.sk_collation = *(*index).rd_indcollation;
+            }
+            let n = keys.len() as i32;
+            let scan = crate::compat::index_beginscan_bitmap(index, pg_sys::GetActiveSnapshot(), n);
+            pg_sys::index_rescan(scan, keys.as_mut_ptr(), n, std::ptr::null_mut(), 0);
+            let tbm = crate::compat::tbm_create();
+            pg_sys::index_getbitmap(scan, tbm);
+            pg_sys::index_endscan(scan);
+            pg_sys::index_close(index, pg_sys::NoLock as i32);
+            Some(tbm)
+        }
+    }
+
+    /// The id of the row at `tid` if the snapshot sees it and it is the
+    /// tenant's, in the range (above `lower`, or at it when it is not
+    /// strict; below `upper` when there is one), and matches the filter
+    /// exactly.
+    pub(super) unsafe fn range_match(
+        &mut self,
+        buffer: pg_sys::Buffer,
+        tid: pg_sys::ItemPointerData,
+        (lower, strict): (Datum, bool),
+        upper: Option<Datum>,
+    ) -> Option<Vec<u8>> {
+        // SAFETY: the slot holds the fetched tuple while it is read; the
+        // entry context is reset after.
+        unsafe {
+            if !self.fetch(buffer, tid) {
+                return None;
+            }
+            let l = self.layout;
+            let old = pg_sys::MemoryContextSwitchTo(self.entry_cxt);
+            let slot = self.slot;
+            deform_slot(
+                slot,
+                l.org
+                    .max(l.id)
+                    .max(l.attrs)
+                    .max(l.bitmap)
+                    .max(self.last_column()),
+            );
+            let value = |attno| slot_column(slot, attno);
+            let bytes = |d: Datum| crate::datum::varlena_bytes(d);
+            let tenant = bytes(self.keys[0].sk_argument);
+            let id = match (value(l.org), value(l.id), value(l.attrs)) {
+                (Some(org), Some(id), Some(attrs)) => {
+                    let id = bytes(id);
+                    let above = compare(id, bytes(lower), l.id_collation);
+                    let matched = compare(bytes(org), tenant, l.org_collation).is_eq()
+                        && (above.is_gt() || (above.is_eq() && !strict))
+                        && upper.is_none_or(|u| compare(id, bytes(u), l.id_collation).is_lt())
+                        && value(l.bitmap).is_none_or(|bm| {
+                            self.filter.bloom_match_bytes(crate::datum::bitmap_arg(bm))
+                        })
+                        && self.columns_match()
+                        && crate::jsonb::exact_match_of(self.filter, attrs);
+                    trace::candidate(matched);
+                    matched.then(|| id.to_vec())
+                }
+                _ => None,
+            };
+            pg_sys::MemoryContextSwitchTo(old);
+            pg_sys::MemoryContextReset(self.entry_cxt);
+            id
+        }
+    }
+
+    /// The rows of a range whose keys overlap every array (one per clause),
+    /// checked exactly, in the walk's order, as many as the page wants;
+    /// false, having added nothing, when the keys index cannot answer
+    /// (lossy bitmap, or no index or operator). The range is above `lower`
+    /// (or at it, not strict) and below `upper` when there is one.
+    ///
+    /// # Safety
+    /// As [`Walk::keys_range`].
+    pub unsafe fn keys_rows(
+        &mut self,
+        arrays: &[Datum],
+        lower: (Datum, bool),
+        upper: Option<Datum>,
+        page: &mut Page,
+    ) -> bool {
+        let Some(keys_index) = self.layout.keys_index else {
+            return false;
+        };
+        // SAFETY: the keys index is opened, scanned and closed here; heap
+        // pages are read pinned and share-locked, as a bitmap heap scan
+        // reads them.
+        unsafe {
+            let Some(tbm) = self.keys_bitmap(keys_index, arrays) else {
+                return false;
+            };
+            // Matches in the range: their ids and the TIDs the index gave.
+            let mut found: Vec<(Vec<u8>, pg_sys::ItemPointerData)> = Vec::new();
+            let mut buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
+            let exact = crate::compat::tbm_pages(tbm, &mut |block, offsets| {
+                let Some(offsets) = offsets else {
+                    return false; // lossy: the statement answers this range
+                };
+                buffer = pg_sys::ReleaseAndReadBuffer(buffer, self.heap, block);
+                for &offset in offsets {
+                    pgrx::check_for_interrupts!();
+                    let tid = item_pointer(block, offset);
+                    if let Some(id) = self.range_match(buffer, tid, lower, upper) {
+                        found.push((id, tid));
+                    }
+                }
+                true
+            });
+            pg_sys::tbm_free(tbm);
+            if exact {
+                // In the walk's order (newest or oldest first), in the id
+                // column's collation; the page's rows fetched again (same
+                // snapshot, same versions).
+                let collation = self.layout.id_collation;
+                if self.ascending {
+                    found.sort_by(|a, b| compare(&a.0, &b.0, collation));
+                } else {
+                    found.sort_by(|a, b| compare(&b.0, &a.0, collation));
+                }
+                for (_, tid) in found.iter().take(page.want.max(0) as usize) {
+                    if self.fetch(buffer_for(&mut buffer, self.heap, tid), *tid) {
+                        self.add_slot(page);
+                    }
+                }
+            }
+            pg_sys::ExecClearTuple(self.slot);
+            if buffer != pg_sys::InvalidBuffer as pg_sys::Buffer {
+                pg_sys::ReleaseBuffer(buffer);
+            }
+            exact
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! The walkers behind one trait: what the page algorithms (`walk.rs`
+//! newest first, `oldest.rs` oldest first, `rare.rs` the rare paths) ask of
+//! whatever reads the window: chunks of the pagination index, the rows at
+//! or after '8', the ends of the window, ranges of the tenant-keys index.
+//! Two implement it with the same answers: the direct scan (`scan.rs`) and
+//! the prepared statements (`walk.rs`'s `StatementWalk`).
+
+use pgrx::pg_sys::Datum;
+
+use super::page::Page;
+
+/// What one chunk of a walk read.
+#[derive(Default)]
+pub struct Walked {
+    /// Index entries read.
+    pub entries: i64,
+    /// Matches added to the page.
+    pub hits: i64,
+    /// Milliseconds of ULID time between the chunk's newest and oldest
+    /// entry, when both are ULIDs.
+    pub span_ms: Option<u64>,
+    /// The walk reached the end of the window.
+    pub end: bool,
+}
+
+/// A walker: reads the window in chunks, adding matches to the page as it
+/// finds them.
+pub trait Walk {
+    /// Adds the rows whose ids sort at or after '8' (no ULID does): read on
+    /// first pages, before the ULIDs (or by the first chunk, for a walker
+    /// that reads them first anyway).
+    ///
+    /// # Safety
+    /// The call's datums are live; SPI is connected for the statements.
+    unsafe fn above(&mut self, page: &mut Page);
+    /// Whether the walk's first chunk reads those rows first anyway (then
+    /// `above` is called only for a call sent straight to a rare path).
+    fn reads_above_first(&self) -> bool {
+        false
+    }
+    /// Reads the next `entries` entries (all the rest when None), adding
+    /// matches until the page is full.
+    ///
+    /// # Safety
+    /// As [`Walk::above`].
+    unsafe fn chunk(&mut self, page: &mut Page, entries: Option<i64>) -> Walked;
+    /// Where the walk stopped: ids below it are unread. None before the
+    /// first entry.
+    ///
+    /// # Safety
+    /// As [`Walk::above`].
+    unsafe fn cursor(&self) -> Option<Datum>;
+    /// The newest (or oldest) id of the window below `upper`, visible or
+    /// not: the rare paths only bound ranges with it, and a dead entry's id
+    /// only widens them.
+    ///
+    /// # Safety
+    /// As [`Walk::above`].
+    unsafe fn end_id(&mut self, upper: Datum, newest: bool) -> Option<Vec<u8>>;
+    /// One range of the tenant-keys path, read directly: the rows of ids
+    /// in `[floor, upper)` whose keys overlap every array (one per
+    /// clause), checked exactly, newest first, as many as the page wants.
+    /// False, having added nothing, when this walker cannot (then the
+    /// keys statement answers the range).
+    ///
+    /// # Safety
+    /// As [`Walk::above`]; the arrays are `int8[]` datums.
+    unsafe fn keys_range(
+        &mut self,
+        arrays: &[Datum],
+        floor: Datum,
+        upper: Datum,
+        page: &mut Page,
+    ) -> bool;
+}
