@@ -20,7 +20,7 @@
 //! chunk.
 
 use alerts_core::keys::{clause_keys, week_at_most, week_floor};
-use alerts_core::walk::{first_chunk, leave_walk, next_chunk, next_span};
+use alerts_core::walk::{first_chunk, leave_walk, next_chunk, WeekRanges};
 use pgrx::pg_sys::Datum;
 
 use super::call::{Ascending, Call};
@@ -147,12 +147,11 @@ unsafe fn by_keys(
         };
         // The greatest week at or below an id: the first range starts at
         // the oldest entry's, and no entry lies between `lower` and it.
-        let mut lo = week_at_most(&first).unwrap_or(0);
+        let lo = week_at_most(&first).unwrap_or(0);
         let hi = week_at_most(&last).unwrap_or(0).max(lo);
         let tenant = crate::datum::varlena_bytes(call.org).to_vec();
-        let mut span = first_weeks.max(1);
-        loop {
-            let end = if hi - lo < span { hi } else { lo + span - 1 };
+        let mut ranges = WeekRanges::new(lo, hi, first_weeks, false);
+        while let Some((start, end)) = ranges.next_range() {
             // the last range reaches the window's own end; the others end
             // where the next week starts
             let range_upper = if end == hi {
@@ -164,26 +163,24 @@ unsafe fn by_keys(
                 .compiled
                 .clauses
                 .iter()
-                .map(|c| crate::keys::int8_array(&clause_keys(&tenant, lo, end, c)))
+                .map(|c| crate::keys::int8_array(&clause_keys(&tenant, start, end, c)))
                 .collect();
             if !walker.keys_rows(&arrays, lower, range_upper, page) {
                 // The keys index could not answer the range exactly (a
                 // lossy bitmap): the planner's statement reads it.
                 by_statement(st, call, lower, range_upper, page);
             }
-            if page.is_full() || end == hi {
+            if page.is_full() {
                 return;
             }
             lower = (text_of(&week_floor(end + 1)), false);
-            lo = end + 1;
-            span = next_span(span);
-            if hi - lo >= span {
+            if ranges.far() {
                 // Far from the window's end: skip the weeks without a row,
                 // to the week of the next entry (one index descent).
                 let Some(next) = walker.edge(lower, upper, true) else {
                     return;
                 };
-                lo = week_at_most(&next).unwrap_or(lo).clamp(lo, hi);
+                ranges.skip_to(week_at_most(&next).unwrap_or(end + 1));
             }
         }
     }

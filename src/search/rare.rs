@@ -4,7 +4,7 @@
 //! the walk without a chunk bound.
 
 use alerts_core::keys::{clause_keys, week_at_most, week_floor, week_of_id, NO_WEEK};
-use alerts_core::walk::{next_span, range_start, FIRST_WEEKS};
+use alerts_core::walk::{WeekRanges, FIRST_WEEKS};
 use pgrx::pg_sys::Datum;
 
 use super::call::Call;
@@ -125,9 +125,8 @@ unsafe fn by_keys(
         }
         let tenant = crate::datum::varlena_bytes(call.org).to_vec();
         let mut upper = cursor;
-        let mut span = first_weeks.max(1);
-        loop {
-            let start = range_start(lo, hi, span);
+        let mut ranges = WeekRanges::new(lo, hi, first_weeks, true);
+        while let Some((start, end)) = ranges.next_range() {
             let bound = week_floor(start);
             let range_floor = if start == lo || floor_bytes.as_slice() > bound.as_slice() {
                 call.floor
@@ -138,7 +137,7 @@ unsafe fn by_keys(
                 .compiled
                 .clauses
                 .iter()
-                .map(|c| crate::keys::int8_array(&clause_keys(&tenant, start, hi, c)))
+                .map(|c| crate::keys::int8_array(&clause_keys(&tenant, start, end, c)))
                 .collect();
             if !walker.keys_range(&arrays, range_floor, upper, page) {
                 let plan = st.keys(arrays.len());
@@ -152,13 +151,11 @@ unsafe fn by_keys(
                 args.extend(arrays);
                 page.add(call.execute(plan, &args));
             }
-            if page.is_full() || start == lo {
+            if page.is_full() {
                 return true;
             }
             upper = text_of(&bound);
-            hi = start - 1;
-            span = next_span(span);
-            if hi - lo >= span {
+            if ranges.far() {
                 // Far from the window's end: skip the weeks without a row.
                 // The newest entry below `upper` bounds the next range (one
                 // index descent), also when it is not a ULID. Without this a
@@ -167,8 +164,9 @@ unsafe fn by_keys(
                 let Some(newest) = walker.end_id(upper, true) else {
                     return true; // nothing left in the window
                 };
-                hi = hi.min(week_at_most(&newest).unwrap_or(lo)).max(lo);
+                ranges.skip_to(week_at_most(&newest).unwrap_or(lo));
             }
         }
+        true
     }
 }
