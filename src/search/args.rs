@@ -22,8 +22,10 @@ pub struct Args<'a> {
     pub compiled: &'a Filter,
     /// The column filter's datum, compiled against the table's row type.
     pub columns: Option<(Datum, crate::columns::Columns)>,
-    /// `since`, sent on when a Citus call is routed to another node.
-    pub since: Datum,
+    /// `since`, sent on when a Citus call is routed to another node; None
+    /// from the custom scan, which is never offered for a Citus table (its
+    /// window is `floor` alone).
+    pub since: Option<Datum>,
     /// The window's smallest id.
     pub floor: Datum,
     /// Ids below this; None: no upper bound (a first page).
@@ -142,7 +144,7 @@ pub unsafe fn checked_args<'a>(fcinfo: pg_sys::FunctionCallInfo) -> Args<'a> {
             filter,
             compiled,
             columns,
-            since,
+            since: Some(since),
             floor,
             before: arg(4),
             page_size,

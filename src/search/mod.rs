@@ -259,7 +259,7 @@ unsafe fn fill_running(ext_schema: &dyn Fn() -> String, args: &Args, page: &mut 
                         &[
                             Some(args.org),
                             Some(args.filter),
-                            Some(args.since),
+                            args.since,
                             args.before,
                             Some(Datum::from(args.page_size)),
                             args.columns.as_ref().map(|c| c.0),

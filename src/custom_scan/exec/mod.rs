@@ -317,7 +317,7 @@ impl Run {
                 filter: self.filter,
                 compiled,
                 columns: self.columns.clone(),
-                since: Datum::from(i64::MIN), // -infinity: never sent (not Citus)
+                since: None, // the node is not offered for Citus tables
                 floor: text(&self.floor),
                 before: self.before.as_deref().map(text),
                 page_size: self.size as i32,
