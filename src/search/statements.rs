@@ -211,19 +211,7 @@ impl Statements {
             };
             let (newest, oldest) = (end("DESC"), end("ASC"));
             let indexes = IndexCache::prepare();
-            // Kept together, once every one is prepared (`spi::keep`).
-            keep(&[
-                walk,
-                above,
-                rest,
-                gin,
-                gin_oldest,
-                oldest_page,
-                newest,
-                oldest,
-                indexes.plan(),
-            ]);
-            Statements {
+            let st = Statements {
                 walk,
                 above,
                 rest,
@@ -237,7 +225,10 @@ impl Statements {
                 table: t,
                 schema: s,
                 row,
-            }
+            };
+            // Kept together, once every one is prepared (`spi::keep`).
+            keep(&st.fixed_plans());
+            st
         }
     }
 
@@ -282,12 +273,10 @@ impl Statements {
         plan
     }
 
-    /// Frees the kept statements.
-    ///
-    /// # Safety
-    /// None of them is running.
-    pub unsafe fn free(self) {
-        let plans = [
+    /// The statements prepared with the table's (the tenant-key ones are
+    /// prepared per number of keys, later).
+    fn fixed_plans(&self) -> [pg_sys::SPIPlanPtr; 9] {
+        [
             self.walk,
             self.above,
             self.rest,
@@ -297,7 +286,15 @@ impl Statements {
             self.newest,
             self.oldest,
             self.indexes.plan(),
-        ];
+        ]
+    }
+
+    /// Frees the kept statements.
+    ///
+    /// # Safety
+    /// None of them is running.
+    pub unsafe fn free(self) {
+        let plans = self.fixed_plans();
         for plan in plans.into_iter().chain(self.keys.into_values()) {
             // SAFETY: as the caller's; each plan is kept and freed once.
             unsafe { pg_sys::SPI_freeplan(plan) };
