@@ -1,0 +1,78 @@
+//! The ends of a range of the pagination index, by a second scan beside
+//! the walk's own (which keeps its place): the newest or oldest id above a
+//! bound and below another, visible or not, for the rare paths' ranges.
+
+use pgrx::pg_sys::{self, Datum};
+
+use super::{deform_entry, IndexWalk};
+
+impl IndexWalk<'_> {
+    /// The oldest (or newest) id of the tenant's entries above `lower` (at
+    /// it too when not strict) and below `upper` when there is one, visible
+    /// or not: the oldest-first keys path only bounds its ranges with it,
+    /// and a dead entry's id only widens them. A second scan; the walk's
+    /// own keeps its place.
+    ///
+    /// # Safety
+    /// The relations are open (between `begin` and `end`).
+    pub unsafe fn edge(
+        &mut self,
+        (lower, strict): (Datum, bool),
+        upper: Option<Datum>,
+        oldest: bool,
+    ) -> Option<Vec<u8>> {
+        // SAFETY: as the caller's; the scan is ended here.
+        unsafe {
+            let saved = self.keys;
+            let strategy = if strict {
+                pg_sys::BTGreaterStrategyNumber
+            } else {
+                pg_sys::BTGreaterEqualStrategyNumber
+            };
+            self.key(1, 2, strategy, lower);
+            match upper {
+                Some(u) => self.key(2, 2, pg_sys::BTLessStrategyNumber, u),
+                None => self.keys[2] = self.keys[1],
+            }
+            let mut keys = std::mem::replace(&mut self.keys, saved);
+            // the walk's own direction reads oldest first when it is ascending
+            let direction = if oldest == self.ascending {
+                self.direction
+            } else {
+                -self.direction
+            };
+            self.first_entry(&mut keys, direction)
+        }
+    }
+
+    /// The id of the first entry a second scan with `keys` reads in
+    /// `direction`, visible or not; the walk's own scan keeps its place.
+    ///
+    /// # Safety
+    /// The relations are open; `keys` are three keys of this index.
+    pub(super) unsafe fn first_entry(
+        &self,
+        keys: &mut [pg_sys::ScanKeyData; 3],
+        direction: pg_sys::ScanDirection::Type,
+    ) -> Option<Vec<u8>> {
+        // SAFETY: as the caller's; the scan is ended here.
+        unsafe {
+            let scan = crate::compat::index_beginscan(
+                self.heap,
+                self.index,
+                pg_sys::GetActiveSnapshot(),
+                3,
+            );
+            (*scan).xs_want_itup = true;
+            pg_sys::index_rescan(scan, keys.as_mut_ptr(), 3, std::ptr::null_mut(), 0);
+            let id = (!pg_sys::index_getnext_tid(scan, direction).is_null()).then(|| {
+                let natts = (*(*self.index).rd_rel).relnatts as usize;
+                let mut values = vec![Datum::from(0usize); natts];
+                let mut nulls = vec![false; natts];
+                deform_entry(scan, &mut values, &mut nulls).to_vec()
+            });
+            pg_sys::index_endscan(scan);
+            id
+        }
+    }
+}
