@@ -263,6 +263,35 @@ for org in org1 org4; do
 done
 echo "  oldest first (ORDER BY id ASC, 2 tenants): exact, the node reading upward in the task's plan"
 
+# The planner hook asks Citus' catalog whether a table is distributed
+# (p.logicalrelid = $1, regclass = oid): with a search_path whose first
+# schema has its own `=` for those types, planning plain SQL on a local
+# table of a Citus database must not call it (issue 39, finding 9).
+echo "citus: plain SQL planned under a hostile search_path (the hook's catalog read)"
+hostile=$(at "$C" 2>&1 <<'SQL'
+SET client_min_messages = warning;
+DROP SCHEMA IF EXISTS hostile CASCADE;
+CREATE SCHEMA hostile;
+CREATE FUNCTION hostile.eq(regclass, oid) RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'hostile = called'; END $$;
+CREATE OPERATOR hostile.= (LEFTARG = regclass, RIGHTARG = oid, FUNCTION = hostile.eq);
+DROP TABLE IF EXISTS alerts_local;
+CREATE TABLE alerts_local (id text COLLATE "C" NOT NULL, organisation_id text COLLATE "C" NOT NULL,
+                           attribute_values jsonb NOT NULL, attribute_values_bitmap bit(512));
+CREATE INDEX ON alerts_local (organisation_id, id DESC) INCLUDE (attribute_values_bitmap);
+INSERT INTO alerts_local SELECT id, organisation_id, attribute_values, alerts_bloom(attribute_values) FROM alerts LIMIT 2000;
+ANALYZE alerts_local;
+LOAD 'alerts';
+SET search_path = hostile, public, pg_catalog;
+EXPLAIN (COSTS OFF) SELECT id FROM alerts_local WHERE organisation_id = 'org1' AND attribute_values @> '{"team": "t1"}'
+ORDER BY id DESC LIMIT 5;
+RESET search_path;
+DROP TABLE alerts_local;
+DROP SCHEMA hostile CASCADE;
+SQL
+) || fail "planning plain SQL under a hostile search_path failed: $hostile"
+grep -q "AlertsSearch" <<<"$hostile" || fail "plain SQL on a local table of a Citus database: no node: $hostile"
+echo "  planned with the node, the hostile operator never called"
+
 # One routed statement per call: Citus logs every command it sends to a
 # worker; a call sends one, whatever the walk does on the worker, alone or
 # in a transaction block. alerts_search is not a Citus distributed function
