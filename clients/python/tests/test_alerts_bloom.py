@@ -72,9 +72,9 @@ class Forms(unittest.TestCase):
         for bad in [float("nan"), float("inf"), Decimal("NaN")]:
             with self.assertRaises(AlertsBloomError):
                 bloom({"n": bad})
-        for attrs in ([], "x", None, 1):
+        for attrs in ([], '"x"', "null", 1, "[]"):
             with self.assertRaisesRegex(AlertsBloomError, "must be a JSON object"):
-                bloom(attrs if attrs is not None else "null")
+                bloom(attrs)
         with self.assertRaisesRegex(AlertsBloomError, "one-of array"):
             mask({"team": ["a", "b"]})
         with self.assertRaisesRegex(AlertsBloomError, "is null"):

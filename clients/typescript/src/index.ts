@@ -154,8 +154,9 @@ function quote(s: string): string {
   return out + '"';
 }
 
+/** `v` at nesting `depth` (the containers around it, itself included when it is one). */
 function canonicalJson(v: unknown, depth: number): string {
-  if (depth > MAX_DEPTH) throw new AlertsBloomError(TOO_DEEP);
+  if ((Array.isArray(v) || isObject(v)) && depth > MAX_DEPTH) throw new AlertsBloomError(TOO_DEEP);
   if (v === null || v === undefined) return "null";
   if (v === true) return "true";
   if (v === false) return "false";

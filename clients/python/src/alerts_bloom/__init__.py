@@ -59,6 +59,26 @@ def _refuse_constant(name):
     raise AlertsBloomError(f"{name} is not a JSON number: JSON has no NaN or Infinity; store it as a string")
 
 
+def _check_strings(v):
+    """Every string in `v` (keys and values of objects already checked as
+    they were built) is one jsonb can store."""
+    if isinstance(v, str):
+        _string_bytes(v)
+    elif isinstance(v, list):
+        for item in v:
+            _check_strings(item)
+
+
+def _pairs(pairs):
+    """An object as jsonb keeps it: the last of repeated keys wins, but a
+    repeated key's earlier value must be storable too (jsonb refuses the
+    whole text otherwise)."""
+    for k, v in pairs:
+        _string_bytes(k)
+        _check_strings(v)
+    return dict(pairs)
+
+
 def _parse(text, what):
     if isinstance(text, (bytes, bytearray)):
         try:
@@ -66,7 +86,10 @@ def _parse(text, what):
         except UnicodeDecodeError as e:
             raise AlertsBloomError(f"{what} is not valid UTF-8 ({e})") from None
     try:
-        return json.loads(text, parse_float=_Number, parse_int=_Number, parse_constant=_refuse_constant)
+        value = json.loads(text, parse_float=_Number, parse_int=_Number, parse_constant=_refuse_constant,
+                           object_pairs_hook=_pairs)
+        _check_strings(value)
+        return value
     except RecursionError:
         raise AlertsBloomError(f"{what}: a nested value is too deep to index; "
                                "values nested more than 127 levels deep are not supported") from None
@@ -188,7 +211,9 @@ def _check_key(k):
 
 
 def _canonical_json(v, depth, out):
-    if depth > _MAX_DEPTH:
+    """`v` at nesting `depth` (the containers around it, itself included
+    when it is one)."""
+    if isinstance(v, (list, tuple, dict)) and depth > _MAX_DEPTH:
         raise AlertsBloomError("a nested value is too deep to index; "
                                "values nested more than 127 levels deep are not supported; flatten the attribute")
     if v is None:
