@@ -693,7 +693,7 @@ BEGIN
 END
 $$;
 COMMENT ON PROCEDURE alerts_enable(regclass, name, name, text, integer, integer, integer) IS
-    'Enables the extension on an existing table: adds the bitmap column (bit(512), or bits => 256 or 128 for a narrower one holding the bitmap folded; an existing column keeps its width) and the alerts_bloom trigger (form => ''trigger'', default; brief locks only) or a stored generated column (form => ''generated''; rewrites the table under an exclusive lock), then backfills the missing bitmaps in committed batches of batch_rows, reporting progress. Resumable: CALL it again after an interruption. Must run outside a transaction block.';
+    'Enables the extension on an existing table: adds the bitmap column (bit(512), or bits => 256 or 128 for a narrower one holding the bitmap folded; an existing column keeps its width) and the alerts_bloom trigger (form => ''trigger'', default; brief locks only) or a stored generated column (form => ''generated''; rewrites the table under an exclusive lock), then backfills the missing bitmaps in committed batches of batch_rows, reporting progress; a column that already holds bitmaps but has no trigger (written by a client encoder) has every bitmap checked and only those that differ rewritten. Resumable: CALL it again after an interruption. Must run outside a transaction block.';
 
 
 CREATE FUNCTION alerts_bloom(attrs jsonb, bits integer) RETURNS bit
