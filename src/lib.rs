@@ -29,7 +29,7 @@ pgrx::pg_module_magic!();
 pub static SEARCH_SHORTCUTS: pgrx::GucSetting<bool> = pgrx::GucSetting::<bool>::new(true);
 
 /// `alerts.search_direct_scan` (default on): whether `alerts_search` walks
-/// a plain table's pagination index directly (`search/scan.rs`) rather than
+/// a plain table's pagination index directly (`search/scan/`) rather than
 /// through prepared statements. Off: the statement walk everywhere (same
 /// rows; kept as a way back and to test one walker against the other).
 pub static SEARCH_DIRECT_SCAN: pgrx::GucSetting<bool> = pgrx::GucSetting::<bool>::new(true);

@@ -6,7 +6,7 @@
 //! - `quals.rs`: which quals of the scan a search can use;
 //! - `path.rs`: the planner hook offering the path, its cost, and the plan;
 //! - `shape.rs`: what a plan carries, shared by the planner and the executor;
-//! - `exec.rs`: the executor node, returning the search's pages row by row;
+//! - `exec/`: the executor node, returning the search's pages row by row;
 //! - this file: the method tables, the plan, and EXPLAIN.
 //!
 //! Active once the library is loaded (`shared_preload_libraries`, or

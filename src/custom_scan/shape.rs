@@ -2,7 +2,7 @@
 //! tenant, the attribute conditions, the lower and upper bounds on `id`, the
 //! query's `LIMIT` and `OFFSET`, the column values), described by a list of
 //! integers in `custom_private`. Written by the planner (`path.rs`), read
-//! by the executor (`exec.rs`), which share nothing else.
+//! by the executor (`exec/`), which share nothing else.
 
 use pgrx::pg_sys::AttrNumber;
 

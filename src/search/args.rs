@@ -1,6 +1,6 @@
 //! A search's arguments, checked: from `alerts_search`'s SQL arguments
 //! (here), or from the quals of a query the custom scan runs (built by
-//! `custom_scan/exec.rs`). Every wrong argument is an ERROR that names it
+//! `custom_scan/exec/`). Every wrong argument is an ERROR that names it
 //! and the fix, before anything is read.
 
 use alerts_core::{ulid, Filter};

@@ -66,7 +66,7 @@ pub struct Indexes {
     pub keys: bool,
     /// A btree led by `(organisation_id, id)` (or the relation is a view).
     pub page: bool,
-    /// What the direct walk of `scan.rs` reads, when the table has the
+    /// What the direct walk of `scan/` reads, when the table has the
     /// layout it needs.
     pub direct: Option<super::layout::Layout>,
 }

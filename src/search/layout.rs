@@ -2,7 +2,7 @@
 //! the columns a search reads, the btree led by `(organisation_id, id)` in
 //! their collations and text's own order, the tenant-keys index made of
 //! the extension's own `alerts_keys`, and whether the relation is a plain
-//! heap table the walk can read as it is (`scan.rs` walks it). Read once
+//! heap table the walk can read as it is (`scan/` walks it). Read once
 //! per relcache epoch (`indexes.rs`), after the table is locked, and
 //! checked again on the opened relation ([`Layout::fits`]).
 

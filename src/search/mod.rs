@@ -11,7 +11,8 @@
 //! - `walker.rs`: the trait the walkers implement;
 //! - `walk.rs`: the page walk in chunks, and where it leaves for a rare
 //!   path (the decisions themselves are pure, in `alerts_core::walk`);
-//! - `scan.rs`: the walk as one direct scan of the pagination index;
+//! - `scan/`: the walk as one direct scan of the pagination index (its
+//!   heap fetch, keys reader and range ends beside it);
 //! - `layout.rs`: what that scan needs of a table, from its relcache entry;
 //! - `probe.rs`: the statement walk's per-entry bloom test and what it
 //!   counts;

@@ -8,7 +8,7 @@
 //! this file only runs the chunks and keeps the page.
 //!
 //! Two walkers read the chunks, with the same answers: one direct scan of
-//! the pagination index (`scan.rs`, plain tables and Citus shards), and the
+//! the pagination index (`scan/`, plain tables and Citus shards), and the
 //! prepared statements of `statements.rs` (views, partitioned tables, and
 //! tables read under row-level security or column grants).
 

@@ -2,7 +2,7 @@
 //! newest first, `oldest.rs` oldest first, `rare.rs` the rare paths) ask of
 //! whatever reads the window: chunks of the pagination index, the rows at
 //! or after '8', the ends of the window, ranges of the tenant-keys index.
-//! Two implement it with the same answers: the direct scan (`scan.rs`) and
+//! Two implement it with the same answers: the direct scan (`scan/`) and
 //! the prepared statements (`walk.rs`'s `StatementWalk`).
 
 use pgrx::pg_sys::Datum;
