@@ -323,6 +323,20 @@ def method_sql(m, s, db):
         return (f"SELECT a.* FROM ({inner}) c CROSS JOIN LATERAL "
                 f"(SELECT * FROM {t} a WHERE a.id = c.id AND alerts_attrs_match(a.attribute_values, {f}){prio}) a "
                 f"ORDER BY c.id DESC LIMIT {s['limit']}")
+    if m == "portable":
+        # The portable form (docs/managed-postgres.md): what a database
+        # without the extension runs, with masks a client encoder made:
+        # candidates from the pagination index and its INCLUDEd bitmap
+        # alone, then the exact check of each candidate's attributes.
+        conds = []
+        for ms in masks(db, s["clauses"]):
+            conds.append("(" + " OR ".join(
+                f"attribute_values_bitmap & B'{x}' = B'{x}'" for x in ms) + ")")
+        inner = (f"SELECT id FROM {t} WHERE organisation_id = {lit(s['org'])} "
+                 f"AND id >= alerts_ulid_floor({since}){cursor} AND {' AND '.join(conds) or 'true'} ORDER BY id DESC")
+        return (f"SELECT a.* FROM ({inner}) c CROSS JOIN LATERAL "
+                f"(SELECT * FROM {t} a WHERE a.organisation_id = {lit(s['org'])} AND a.id = c.id "
+                f"AND {exact_expr(s['clauses'])}{prio}) a ORDER BY c.id DESC LIMIT {s['limit']}")
     if m in ("search", "search_cold"):
         cols = ", columns => '{\"priority_id\": [1, 2]}'" if s["priority"] else ""
         since_arg = "now() - interval '30 days'" if s["window"] == "30d" else "'-infinity'"
@@ -332,7 +346,8 @@ def method_sql(m, s, db):
     raise ValueError(m)
 
 
-METHODS = ["gin", "gin_org", "gin_all", "gin_tags", "rum", "sql_bloom", "ext", "ext_ios", "search_cold", "search", "plain"]
+METHODS = ["gin", "gin_org", "gin_all", "gin_tags", "rum", "sql_bloom", "portable", "ext", "ext_ios", "search_cold", "search",
+           "plain"]
 _PGOPTIONS = {"gin_all": "-c enable_indexscan=off -c enable_indexonlyscan=off",
               # every call walks first: no per-session (tenant, filter) shortcut to GIN
               "search_cold": "-c alerts.search_shortcuts=off",
@@ -358,6 +373,7 @@ LABELS = {
     "gin_tags": "GIN on text[] tags",
     "rum": "RUM tags + created_at",
     "sql_bloom": "plain-SQL bloom (article)",
+    "portable": "portable two-step (no extension)",
     "ext": "alerts_bloom_match walk",
     "ext_ios": "alerts index-only walk",
     "search_cold": "alerts_search(), no shortcuts",
