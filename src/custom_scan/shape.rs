@@ -8,6 +8,9 @@ use pgrx::pg_sys::AttrNumber;
 
 use super::quals::Kind;
 
+/// The node's name in plans: `Custom Scan (AlertsSearch)`.
+pub const NAME: &std::ffi::CStr = c"AlertsSearch";
+
 /// What a plan's `custom_exprs` hold, read back from `custom_private`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shape {

@@ -24,9 +24,10 @@ use alerts_core::{ulid, Filter};
 use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::PgMemoryContexts;
 
+mod explain;
 mod values;
 
-use super::shape::Shape;
+use super::shape::{Shape, NAME};
 use crate::datum::{text_cmp, text_of as text, varlena_bytes};
 use crate::search::trace::{self, Trace};
 
@@ -105,7 +106,7 @@ pub unsafe extern "C-unwind" fn create_state(cscan: *mut pg_sys::CustomScan) -> 
         let state = pg_sys::palloc0(std::mem::size_of::<State>()) as *mut State;
         (*state).css.ss.ps.type_ = pg_sys::NodeTag::T_CustomScanState;
         (*state).css.flags = (*cscan).flags;
-        (*state).css.methods = &raw const super::EXEC_METHODS;
+        (*state).css.methods = &raw const EXEC_METHODS;
         state.cast()
     }
 }
@@ -115,7 +116,7 @@ pub unsafe extern "C-unwind" fn create_state(cscan: *mut pg_sys::CustomScan) -> 
 /// # Safety
 /// Called by the executor on a node of [`create_state`].
 #[pgrx::pg_guard]
-pub unsafe extern "C-unwind" fn begin(
+unsafe extern "C-unwind" fn begin(
     node: *mut pg_sys::CustomScanState,
     estate: *mut pg_sys::EState,
     _eflags: i32,
@@ -182,7 +183,7 @@ pub unsafe extern "C-unwind" fn begin(
 /// # Safety
 /// Called by the executor on a begun node.
 #[pgrx::pg_guard]
-pub unsafe extern "C-unwind" fn exec(
+unsafe extern "C-unwind" fn exec(
     node: *mut pg_sys::CustomScanState,
 ) -> *mut pg_sys::TupleTableSlot {
     // SAFETY: ExecScan calls back with the same node.
@@ -239,7 +240,7 @@ unsafe extern "C-unwind" fn next(ss: *mut pg_sys::ScanState) -> *mut pg_sys::Tup
 /// # Safety
 /// Called by the executor on a begun node.
 #[pgrx::pg_guard]
-pub unsafe extern "C-unwind" fn rescan(node: *mut pg_sys::CustomScanState) {
+unsafe extern "C-unwind" fn rescan(node: *mut pg_sys::CustomScanState) {
     // SAFETY: the node is ours.
     unsafe {
         let run = &mut *(*(node as *mut State)).run;
@@ -253,24 +254,48 @@ pub unsafe extern "C-unwind" fn rescan(node: *mut pg_sys::CustomScanState) {
 
 /// `EndCustomScan`: the run is dropped with the query's memory.
 #[pgrx::pg_guard]
-pub unsafe extern "C-unwind" fn end(_node: *mut pg_sys::CustomScanState) {}
+unsafe extern "C-unwind" fn end(_node: *mut pg_sys::CustomScanState) {}
 
-/// The scan's run, for EXPLAIN.
-///
-/// # Safety
-/// `node` is a begun node of ours.
-pub unsafe fn run_of<'a>(node: *mut pg_sys::CustomScanState) -> &'a Run {
-    // SAFETY: as the caller's.
-    unsafe { &*(*(node as *mut State)).run }
-}
+/// The executor node's methods. Postgres keeps a pointer to them; they
+/// are never written after load.
+static mut EXEC_METHODS: pg_sys::CustomExecMethods = pg_sys::CustomExecMethods {
+    CustomName: NAME.as_ptr(),
+    BeginCustomScan: Some(begin),
+    ExecCustomScan: Some(exec),
+    EndCustomScan: Some(end),
+    ReScanCustomScan: Some(rescan),
+    MarkPosCustomScan: None,
+    RestrPosCustomScan: None,
+    EstimateDSMCustomScan: None,
+    InitializeDSMCustomScan: None,
+    ReInitializeDSMCustomScan: None,
+    InitializeWorkerCustomScan: None,
+    ShutdownCustomScan: None,
+    ExplainCustomScan: Some(explain),
+};
 
-/// Column `attno` of the scan's table.
-///
-/// # Safety
-/// `attno` is a column of the table (from the plan's shape).
-pub unsafe fn attribute_of(run: &Run, attno: pg_sys::AttrNumber) -> &pg_sys::FormData_pg_attribute {
-    // SAFETY: as the caller's.
-    unsafe { crate::compat::attribute(run.desc, attno as i32) }
+/// `ExplainCustomScan`: how pages are found; with ANALYZE, what the
+/// searches did (`explain.rs`).
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn explain(
+    node: *mut pg_sys::CustomScanState,
+    _ancestors: *mut pg_sys::List,
+    es: *mut pg_sys::ExplainState,
+) {
+    // SAFETY: the node is ours and begun; the shape's columns are the
+    // table's.
+    unsafe {
+        let run = &*(*(node as *mut State)).run;
+        let columns = run
+            .shape
+            .columns
+            .iter()
+            .map(|&(attno, _)| {
+                crate::columns::name_of(crate::compat::attribute(run.desc, attno as i32))
+            })
+            .collect();
+        explain::properties(es, &run.shape, run.pages, &run.trace, columns);
+    }
 }
 
 impl Run {

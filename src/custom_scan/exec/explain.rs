@@ -1,0 +1,76 @@
+//! EXPLAIN of the node: how its pages are found, and with ANALYZE what
+//! its searches did.
+
+use pgrx::pg_sys;
+
+use super::super::shape::Shape;
+use crate::search::trace::Trace;
+
+/// `ExplainCustomScan`: how pages are found; with ANALYZE, what the
+/// searches did.
+///
+/// # Safety
+/// `es` is the running EXPLAIN's state; `columns` the names of the
+/// columns tested in the search.
+pub unsafe fn properties(
+    es: *mut pg_sys::ExplainState,
+    shape: &Shape,
+    pages: u64,
+    trace: &Trace,
+    columns: Vec<String>,
+) {
+    // SAFETY: strings are copied by EXPLAIN.
+    unsafe {
+        let text = |label: &std::ffi::CStr, value: &str| {
+            let v = std::ffi::CString::new(value).expect("no NUL");
+            pg_sys::ExplainPropertyText(label.as_ptr(), v.as_ptr(), es);
+        };
+        let int = |label: &std::ffi::CStr, value: u64| {
+            pg_sys::ExplainPropertyInteger(label.as_ptr(), std::ptr::null(), value as i64, es);
+        };
+        text(
+            c"Route",
+            "chosen per page from the filter: walk of the pagination index, then tenant keys or GIN when rare",
+        );
+        let first = if shape.count {
+            "LIMIT + OFFSET rows".to_string()
+        } else {
+            "50 rows".to_string()
+        };
+        text(c"First Page", &first);
+        if shape.ascending {
+            text(c"Order", "oldest first (id ascending)");
+        }
+        if !columns.is_empty() {
+            text(c"Columns Tested In Search", &columns.join(", "));
+        }
+        if !shape.ids_unique {
+            text(
+                c"Ids Unique",
+                "no (rows sharing a page's last id are read whole)",
+            );
+        }
+        if (*es).analyze {
+            let t = trace;
+            int(c"Pages", pages);
+            let routes: Vec<String> = crate::search::trace::Route::ALL
+                .iter()
+                .zip(t.pages)
+                .filter(|(_, n)| *n > 0)
+                .map(|(r, n)| format!("{} x{n}", r.label()))
+                .collect();
+            if !routes.is_empty() {
+                text(c"Routes Taken", &routes.join(", "));
+            }
+            if let Some((hits, entries)) = t.left_after {
+                text(
+                    c"Left The Walk",
+                    &format!("after {hits} matches in {entries} entries (rare: the cheaper path answers the rest)"),
+                );
+            }
+            int(c"Index Entries Walked", t.entries);
+            int(c"Rows Rechecked", t.candidates);
+            int(c"Bloom False Positives", t.candidates - t.matches);
+        }
+    }
+}
