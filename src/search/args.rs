@@ -3,11 +3,13 @@
 //! `custom_scan/exec/`). Every wrong argument is an ERROR that names it
 //! and the fix, before anything is read.
 
+use alerts_core::walk::RarePaths;
 use alerts_core::{ulid, Filter};
 use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::PgSqlErrorCode;
 
-use super::call::Ascending;
+use super::call::{Ascending, Call};
+use super::indexes::Indexes;
 use super::spi::cstr_owned;
 use crate::datum::{error, text_datum};
 
@@ -33,6 +35,35 @@ pub struct Args<'a> {
     pub page_size: i32,
     /// Oldest first (then `before` is unused: the bounds are here).
     pub ascending: Option<Ascending>,
+}
+
+impl<'a> Args<'a> {
+    /// The call the page algorithms and walkers see, on a relation (the
+    /// table, a shard or a partition of it) that offers `indexes`.
+    pub fn call(&self, indexes: &Indexes) -> Call<'a> {
+        let compiled = self.compiled;
+        let jsonpath = compiled.gin_jsonpath();
+        Call {
+            org: self.org,
+            filter: self.filter,
+            compiled,
+            columns: self.columns.as_ref().map(|c| c.0),
+            floor: self.floor,
+            // '8' sorts after every ULID; rows with other ids at or after
+            // it are read first on a first page (`Walk::above`).
+            before: self.before.unwrap_or_else(|| text_datum("8")),
+            first_page: self.before.is_none(),
+            paths: RarePaths {
+                // The rare paths: the tenant-keys index if the relation has
+                // one, else a GIN index on the attributes when the filter
+                // has a form it answers (not `{}`, which every row matches).
+                keys: indexes.keys && !compiled.is_empty(),
+                gin: indexes.gin && jsonpath.is_some(),
+            },
+            jsonpath,
+            ascending: self.ascending,
+        }
+    }
 }
 
 /// An ERROR unless the table's columns now (`desc`, read under the

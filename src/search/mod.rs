@@ -17,8 +17,10 @@
 //! - `probe.rs`: the statement walk's per-entry bloom test and what it
 //!   counts;
 //! - `rare.rs`: the tenant-keys, GIN and unbounded-walk paths;
-//! - `partitions.rs`: one partition set for a call's statements on a
-//!   partitioned table;
+//! - `leaves.rs`: a partitioned table by the direct walk, leaf by leaf,
+//!   merged newest first;
+//! - `partitions.rs`: which leaves a call reads, and one partition set for
+//!   the statement walk on a partitioned table;
 //! - `oldest.rs`: pages oldest first (`ORDER BY id ASC`, for the custom
 //!   scan): the same walk and rare paths read the other way;
 //! - `routes.rs`: the session's memory of filters found rare;
@@ -39,6 +41,7 @@ mod call;
 mod citus;
 mod indexes;
 mod layout;
+mod leaves;
 mod oldest;
 mod page;
 mod partitions;
@@ -54,16 +57,14 @@ mod walk;
 mod walker;
 mod wire;
 
-use alerts_core::walk::RarePaths;
 use pgrx::pg_guard;
 use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::PgSqlErrorCode;
 
-use crate::datum::{error, text_datum};
+use crate::datum::error;
 pub use args::Args;
 use args::{checked_args, function_schema, same_columns_as_planned};
 pub use call::Ascending;
-use call::Call;
 pub use indexes::register_callbacks;
 use page::Page;
 use spi::cstr_owned;
@@ -283,6 +284,22 @@ unsafe fn fill_running(ext_schema: &dyn Fn() -> String, args: &Args, page: &mut 
     }
 }
 
+/// The ERROR of a search on a table without a valid pagination index.
+fn no_pagination_index(relid: Oid) -> ! {
+    // SAFETY: the name of a valid relation.
+    let name = unsafe { cstr_owned(pg_sys::get_rel_name(relid)) };
+    error(
+        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!(
+            "alerts_search: table {name} has no valid index on (organisation_id, id): every page would read the tenant's whole history"
+        ),
+        &format!(
+            "create the pagination index: SELECT alerts_index_command('{}') \\gexec (on a partitioned table, every partition needs it before the parent's index is valid)",
+            name.replace('\'', "''")
+        ),
+    );
+}
+
 /// The search proper, reading relation `source` (the table or its shard).
 unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page: &mut Page) {
     // SAFETY: SPI is connected by the caller; the datums are live.
@@ -290,59 +307,33 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
         // A shard is locked here, the table by the caller: the caches below
         // are checked after any DDL that committed before.
         pg_sys::LockRelationOid(source, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        let mut held = session::take(&session::TABLES, source);
-        if let Some(stale) = held.value.take_if(|t| !t.still_names(source, args.relid)) {
-            session::Release::release(stale);
-        }
+        let mut held = session::table(source, args.relid, ext_schema);
         {
-            // Only when a table's statements are first prepared, or when
-            // its name changed.
-            let table = held
-                .value
-                .get_or_insert_with(|| session::Table::prepare(source, args.relid, &ext_schema()));
-            // The rare paths: the tenant-keys index if the table has one,
-            // else a GIN index on the attributes when the filter has a form
-            // it answers (not `{}`, which every row matches).
+            let Some(table) = held.value.as_mut() else {
+                return;
+            };
             let indexes = table.statements.indexes.get(source);
             if !indexes.page {
-                let name = cstr_owned(pg_sys::get_rel_name(args.relid));
-                error(
-                    PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                    format!(
-                        "alerts_search: table {name} has no valid index on (organisation_id, id): every page would read the tenant's whole history"
-                    ),
-                    &format!(
-                        "create the pagination index: SELECT alerts_index_command('{}') \\gexec (on a partitioned table, every partition needs it before the parent's index is valid)",
-                        name.replace('\'', "''")
-                    ),
-                );
+                no_pagination_index(args.relid);
             }
-            let compiled = args.compiled;
-            let jsonpath = compiled.gin_jsonpath();
-            let call = Call {
-                org: args.org,
-                filter: args.filter,
-                compiled,
-                columns: args.columns.as_ref().map(|c| c.0),
-                floor: args.floor,
-                // '8' sorts after every ULID; rows with other ids at or
-                // after it are read first on a first page (`Walk::above`).
-                before: args.before.unwrap_or_else(|| text_datum("8")),
-                first_page: args.before.is_none(),
-                paths: RarePaths {
-                    keys: indexes.keys && !compiled.is_empty(),
-                    gin: indexes.gin && jsonpath.is_some(),
-                },
-                jsonpath,
-                ascending: args.ascending,
-            };
+            let call = args.call(&indexes);
             // The direct scan where it reads what the statements would;
             // roles and policies are checked on every call.
-            let direct = indexes.direct.filter(|_| {
-                crate::SEARCH_DIRECT_SCAN.get()
-                    && layout::plain_read(args.relid)
-                    && (source == args.relid || layout::plain_read(source))
-            });
+            let direct_read =
+                || crate::SEARCH_DIRECT_SCAN.get() && layout::plain_read(args.relid);
+            let direct = indexes
+                .direct
+                .filter(|_| direct_read() && (source == args.relid || layout::plain_read(source)));
+            // A partitioned table's leaves are read by the direct walk as
+            // the partitioned table would be read (its privileges and
+            // policies; a leaf's own apply only to queries naming it).
+            let partitioned = || {
+                source == args.relid
+                    && call.ascending.is_none()
+                    && pg_sys::get_rel_relkind(source)
+                        == pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char
+                    && direct_read()
+            };
             match direct {
                 Some(layout) => {
                     let mut walker = scan::IndexWalk::begin(
@@ -368,6 +359,7 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
                 None if call.ascending.is_some() => {
                     oldest::planned(&table.statements, &call, page);
                 }
+                None if partitioned() && leaves::fill(source, args, ext_schema, page) => {}
                 None => {
                     // several statements: on a partitioned table, all of
                     // them on one partition set (`partitions.rs`)

@@ -14,11 +14,15 @@
 //! So the call notes the partition tree before it reads and again after
 //! (invalidations accepted first, as a statement's locking would); if it
 //! changed, the page is read again from the start, on the new tree.
+//!
+//! The direct walk of a partitioned table (`leaves.rs`) reads the tree
+//! once instead ([`leaves`]) and holds every leaf it reads open from the
+//! start: one partition set, whatever commits meanwhile.
 
-use pgrx::pg_sys::{self, Oid};
+use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::PgSqlErrorCode;
 
-use crate::datum::error;
+use crate::datum::{error, text_cmp, varlena_bytes};
 
 /// The partitions of a partitioned table, every level, as the planner would
 /// find them now; None for any other relation.
@@ -84,5 +88,180 @@ pub unsafe fn consistent(relid: Oid, mut read: impl FnMut(), mut retry: impl FnM
             format!("alerts_search: partitions of {name} were attached while the page was read, {TRIES} times in a row"),
             "retry the query",
         );
+    }
+}
+
+/// The leaf partitions of partitioned table `relid`, every level, that may
+/// hold tenant `org`'s ids in `[floor, before)` (no upper bound when
+/// None): a level partitioned by range on `id` alone, in text's own order
+/// and the column's collation, keeps only the partitions whose bounds meet
+/// the window (and its default partition); a level partitioned by hash of
+/// `organisation_id`, the tenant's partition; any other level keeps all.
+/// Each level is locked as a statement's planning would lock it.
+///
+/// # Safety
+/// Must run in a transaction; `relid` is a partitioned table.
+pub unsafe fn leaves(relid: Oid, org: Datum, floor: Datum, before: Option<Datum>) -> Leaves {
+    // SAFETY: as the caller's; the partitioned tables are opened under
+    // the lock a statement on them takes, and closed keeping it.
+    unsafe {
+        pg_sys::AcceptInvalidationMessages();
+        let mut found = Vec::new();
+        let mut by_id = false;
+        let mut parents = vec![relid];
+        while let Some(parent) = parents.pop() {
+            let rel = pg_sys::relation_open(parent, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+            let desc = pg_sys::RelationGetPartitionDesc(rel, true);
+            let n = usize::try_from((*desc).nparts).unwrap_or(0);
+            let meets = in_window(rel, desc, (org, floor, before));
+            // One level of id ranges and no default partition: the
+            // descriptor lists the partitions in their bounds' order.
+            by_id = parent == relid
+                && meets.as_ref().is_some_and(|(_, ranges)| *ranges)
+                && (*(*desc).boundinfo).default_index < 0
+                && (0..n).all(|i| *(*desc).is_leaf.add(i));
+            for i in 0..n {
+                if meets.as_ref().is_some_and(|(m, _)| !m[i]) {
+                    continue;
+                }
+                let oid = *(*desc).oids.add(i);
+                if *(*desc).is_leaf.add(i) {
+                    found.push(oid);
+                } else {
+                    parents.push(oid);
+                }
+            }
+            pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+        }
+        if by_id {
+            found.reverse();
+        }
+        Leaves { oids: found, by_id }
+    }
+}
+
+/// The leaves a call reads.
+pub struct Leaves {
+    pub oids: Vec<Oid>,
+    /// They hold ranges of ids that do not overlap, and are listed newest
+    /// range first (one level partitioned by range on `id`, without a
+    /// default partition).
+    pub by_id: bool,
+}
+
+/// Which partitions of `rel` may hold the call's rows, by partition
+/// index: partitioned by range on `id` in text's own order and `id`'s
+/// collation, those whose bounds meet `[floor, before)` (and true); by
+/// hash of `organisation_id` (text), the tenant's (and false); None when
+/// the key says nothing of either.
+///
+/// # Safety
+/// `rel` is an open partitioned table and `desc` its partition descriptor.
+unsafe fn in_window(
+    rel: pg_sys::Relation,
+    desc: pg_sys::PartitionDesc,
+    (org, floor, before): (Datum, Datum, Option<Datum>),
+) -> Option<(Vec<bool>, bool)> {
+    // SAFETY: as the caller's; every array is read within its length.
+    unsafe {
+        let bounds = (*desc).boundinfo;
+        if bounds.is_null() {
+            return None;
+        }
+        let (column, class, collation) = key_of((*rel).rd_id)?;
+        let named = |name: &std::ffi::CStr| pg_sys::get_attnum((*rel).rd_id, name.as_ptr());
+        let mut meets = vec![false; usize::try_from((*desc).nparts).unwrap_or(0)];
+        if crate::compat::hash_bounds(bounds) {
+            if column != named(c"organisation_id")
+                || pg_sys::get_opclass_input_type(class) != pg_sys::TEXTOID
+            {
+                return None;
+            }
+            let family = pg_sys::get_opclass_family(class);
+            let hash = pg_sys::get_opfamily_proc(family, pg_sys::TEXTOID, pg_sys::TEXTOID, 2);
+            if hash == pg_sys::InvalidOid || (*bounds).nindexes <= 0 {
+                return None;
+            }
+            // As PostgreSQL routes a row: the key's extended hash with the
+            // partitioning seed, combined into 0, modulo the greatest
+            // modulus (`compute_partition_hash_value`).
+            let seed = Datum::from(0x7A5B_2236_7996_DCFD_u64);
+            let h = pg_sys::OidFunctionCall2Coll(hash, collation, org, seed).value() as u64;
+            let row_hash = h.wrapping_add(0x49a0_f4dd_15e5_a8e3);
+            let i = (row_hash % (*bounds).nindexes as u64) as usize;
+            if let Ok(p) = usize::try_from(*(*bounds).indexes.add(i)) {
+                meets[p] = true;
+            }
+            return Some((meets, false));
+        }
+        let id = named(c"id");
+        if !crate::compat::range_bounds(bounds)
+            || column != id
+            || pg_sys::get_opclass_family(class) != pg_sys::TEXT_BTREE_FAM_OID
+            || collation != crate::compat::attribute((*rel).rd_att, id.into()).attcollation
+        {
+            return None;
+        }
+        let (floor, before) = (varlena_bytes(floor), before.map(|b| varlena_bytes(b)));
+        // Bound j of the sorted bounds: None for MINVALUE or MAXVALUE
+        // (then `j`'s side says which).
+        let bound = |j: usize| -> Option<&[u8]> {
+            let kind = *(*(*bounds).kind.add(j));
+            (kind == pg_sys::PartitionRangeDatumKind::PARTITION_RANGE_DATUM_VALUE)
+                .then(|| varlena_bytes(*(*(*bounds).datums.add(j))))
+        };
+        if let Ok(d) = usize::try_from((*bounds).default_index) {
+            meets[d] = true;
+        }
+        // indexes[j] is the partition whose upper bound is bound j, its
+        // lower bound bound j-1 (or -1 for a gap).
+        for j in 0..usize::try_from((*bounds).ndatums).unwrap_or(0) {
+            let Ok(p) = usize::try_from(*(*bounds).indexes.add(j)) else {
+                continue;
+            };
+            let below_floor = bound(j).is_some_and(|hi| text_cmp(hi, floor, collation).is_le());
+            let above_window = j > 0
+                && before
+                    .zip(bound(j - 1))
+                    .is_some_and(|(b, lo)| text_cmp(lo, b, collation).is_ge());
+            meets[p] = !below_floor && !above_window;
+        }
+        Some((meets, true))
+    }
+}
+
+/// The column, operator class and collation of a table partitioned on one
+/// column, from `pg_partitioned_table`; None for any other key.
+///
+/// # Safety
+/// In a transaction; `relid` is a partitioned table.
+unsafe fn key_of(relid: Oid) -> Option<(i16, Oid, Oid)> {
+    // SAFETY: the syscache tuple is read while held and released here;
+    // int2vector and oidvector columns are stored plain (never toasted).
+    unsafe {
+        let cache = pg_sys::SysCacheIdentifier::PARTRELID as i32;
+        let tuple = pg_sys::SearchSysCache1(cache, Datum::from(relid));
+        if tuple.is_null() {
+            return None;
+        }
+        // pg_partitioned_table's columns 3, 5, 6, 7: partnatts, partattrs,
+        // partclass, partcollation (the same in 15 to 18).
+        let column = |n: i16| {
+            let mut isnull = false;
+            let d = pg_sys::SysCacheGetAttr(cache, tuple, n, &mut isnull);
+            (!isnull).then_some(d)
+        };
+        let key = (|| {
+            if column(3)?.value() as i16 != 1 {
+                return None;
+            }
+            let attr = (*column(5)?.cast_mut_ptr::<pg_sys::int2vector>()).values.as_slice(1)[0];
+            let class = (*column(6)?.cast_mut_ptr::<pg_sys::oidvector>()).values.as_slice(1)[0];
+            let collation =
+                (*column(7)?.cast_mut_ptr::<pg_sys::oidvector>()).values.as_slice(1)[0];
+            (attr > 0).then_some((attr, class, collation))
+        })();
+        pg_sys::ReleaseSysCache(tuple);
+        key
     }
 }

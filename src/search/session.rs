@@ -33,6 +33,11 @@ use super::statements::{qualified, Statements};
 pub struct Table {
     pub statements: Statements,
     pub routes: Routes,
+    /// The table whose rows the statements return: the relation itself,
+    /// or the table it is a shard or a partition of (a table searched on
+    /// its own and as a partition has one entry, made for one or the
+    /// other).
+    rows_of: Oid,
     /// The names the statements were written with: the relation read, and
     /// the table whose rows they return.
     names: (String, String),
@@ -52,14 +57,15 @@ impl Table {
             Table {
                 statements: Statements::prepare(source, rows_of, ext_schema),
                 routes: Routes::default(),
+                rows_of,
                 names: (qualified(source), qualified(rows_of)),
                 checked: relcache_epoch(),
             }
         }
     }
 
-    /// Whether the statements still name `source` and `rows_of`: always
-    /// in the epoch they were checked in (a rename sends a relcache
+    /// Whether the statements return rows of `rows_of`, and still name
+    /// `source` and `rows_of`: always in the epoch they were checked in (a rename sends a relcache
     /// invalidation, a schema rename a namespace one: either starts a new
     /// epoch), else by reading the names again.
     ///
@@ -67,6 +73,9 @@ impl Table {
     /// Both relations valid and locked (so that neither can be renamed
     /// until the search ends).
     pub unsafe fn still_names(&mut self, source: Oid, rows_of: Oid) -> bool {
+        if self.rows_of != rows_of {
+            return false;
+        }
         let epoch = relcache_epoch();
         if self.checked == epoch {
             return true;
@@ -79,6 +88,26 @@ impl Table {
         }
         same
     }
+}
+
+/// Relation `source`'s entry, taken for the running search: its
+/// statements returning rows of `rows_of` (prepared when the session has
+/// none, or none that still name both).
+///
+/// # Safety
+/// Inside a search, both relations valid and locked.
+pub unsafe fn table(source: Oid, rows_of: Oid, ext_schema: &dyn Fn() -> String) -> Held<Table> {
+    let mut held = take(&TABLES, source);
+    // SAFETY: as the caller's; a stale entry's plans are not running.
+    unsafe {
+        if let Some(stale) = held.value.take_if(|t| !t.still_names(source, rows_of)) {
+            stale.release();
+        }
+        if held.value.is_none() {
+            held.value = Some(Table::prepare(source, rows_of, &ext_schema()));
+        }
+    }
+    held
 }
 
 /// Something a map of the session holds that owns Postgres resources

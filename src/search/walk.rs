@@ -8,9 +8,10 @@
 //! this file only runs the chunks and keeps the page.
 //!
 //! Two walkers read the chunks, with the same answers: one direct scan of
-//! the pagination index (`scan/`, plain tables and Citus shards), and the
-//! prepared statements of `statements.rs` (views, partitioned tables, and
-//! tables read under row-level security or column grants).
+//! the pagination index (`scan/`: plain tables, Citus shards, and each
+//! leaf of a partitioned table, `leaves.rs`), and the prepared statements
+//! of `statements.rs` (views, and tables read under row-level security or
+//! column grants).
 
 use alerts_core::walk::{first_chunk, leave_walk, next_chunk, remember_after_window, FIRST_WEEKS};
 use pgrx::pg_sys::{self, Datum};

@@ -139,6 +139,74 @@ CREATE INDEX p_time_keys ON p_time USING gin (alerts_keys(organisation_id, id, a
 SET alerts.search_shortcuts = off;
 SELECT * FROM part_differential('p_time', 'walk, then tenant keys, no shortcuts', 8);
 RESET alerts.search_shortcuts;
+-- The direct walk merges leaves whose ids overlap. p_mixed is partitioned
+-- by created_at, but its rows' created_at are scattered over the year
+-- (nothing ties them to the ids), a default partition holds the rest, and
+-- one leaf was made apart with its columns in another order and a dropped
+-- one (its rows are converted to the parent's type); every page is the
+-- oracle's, walked directly and through the statements alike.
+CREATE TABLE p_mixed (id text COLLATE "C" NOT NULL, organisation_id text COLLATE "C" NOT NULL, created_at timestamptz NOT NULL,
+                      priority_id int NOT NULL, attribute_values jsonb NOT NULL DEFAULT '{}')
+    PARTITION BY RANGE (created_at);
+CREATE TABLE p_mixed_a PARTITION OF p_mixed FOR VALUES FROM ('2025-01-01') TO ('2025-05-01');
+CREATE TABLE p_mixed_b (dropped int, attribute_values jsonb NOT NULL DEFAULT '{}', priority_id int NOT NULL,
+                        created_at timestamptz NOT NULL, id text COLLATE "C" NOT NULL, organisation_id text COLLATE "C" NOT NULL);
+ALTER TABLE p_mixed_b DROP COLUMN dropped;
+ALTER TABLE p_mixed ATTACH PARTITION p_mixed_b FOR VALUES FROM ('2025-05-01') TO ('2025-09-01');
+CREATE TABLE p_mixed_rest PARTITION OF p_mixed DEFAULT;
+INSERT INTO p_mixed SELECT id, organisation_id, timestamptz '2025-01-01' + (extract(epoch FROM created_at)::bigint % 1024) * interval '9 hours', priority_id, attribute_values FROM p_time;
+CALL alerts_enable('p_mixed');
+SELECT alerts_index_command('p_mixed') \gexec
+ANALYZE p_mixed;
+SELECT p.relid::regclass AS leaf, count(a.*) > 20000 AS holds_rows, min(a.id) < (SELECT max(id) FROM p_mixed WHERE tableoid <> p.relid) AS ids_overlap
+FROM pg_partition_tree('p_mixed') p JOIN p_mixed a ON a.tableoid = p.relid WHERE p.isleaf GROUP BY p.relid ORDER BY 1::text;
+SELECT * FROM part_differential('p_mixed', 'merged walk', 8);
+CREATE INDEX p_mixed_keys ON p_mixed USING gin (alerts_keys(organisation_id, id, attribute_values));
+ANALYZE p_mixed;
+SELECT * FROM part_differential('p_mixed', 'merged walk, then tenant keys, priority 1', 4, '{"priority_id": 1}', 'priority_id = 1');
+SET alerts.search_direct_scan = off;
+SELECT * FROM part_differential('p_mixed', 'statement walk, then tenant keys', 8);
+RESET alerts.search_direct_scan;
+-- The direct walk runs no statement: the statement walk's per-entry test
+-- (alerts_search_probe) is called only with the direct walk off.
+SET track_functions = 'all';
+SET stats_fetch_consistency = none;
+SELECT pg_stat_force_next_flush();
+CREATE TEMP TABLE probe_calls AS SELECT coalesce(sum(calls), 0) AS calls FROM pg_stat_user_functions WHERE funcname = 'alerts_search_probe';
+SELECT count(*) AS direct_rows FROM alerts_search(NULL::p_mixed, 'ORG_A', '{"env": "prod"}', '-infinity', page_size => 20);
+SELECT pg_stat_force_next_flush();
+SELECT coalesce(sum(calls), 0) - (SELECT calls FROM probe_calls) AS probes_direct FROM pg_stat_user_functions WHERE funcname = 'alerts_search_probe';
+SET alerts.search_direct_scan = off;
+SELECT count(*) AS statement_rows FROM alerts_search(NULL::p_mixed, 'ORG_A', '{"env": "prod"}', '-infinity', page_size => 20);
+RESET alerts.search_direct_scan;
+SELECT pg_stat_force_next_flush();
+SELECT coalesce(sum(calls), 0) - (SELECT calls FROM probe_calls) > 0 AS probes_statements FROM pg_stat_user_functions WHERE funcname = 'alerts_search_probe';
+RESET track_functions;
+RESET stats_fetch_consistency;
+-- A role granted the partitioned table alone may not read its leaves as
+-- they are, nor may one whose leaf has a row-level policy of its own
+-- (which a query of the partitioned table does not apply): both read
+-- through the partitioned table's statements, exactly.
+CREATE ROLE part_reader;
+GRANT SELECT ON p_mixed, filters TO part_reader;
+SET ROLE part_reader;
+SELECT * FROM part_differential('p_mixed', 'parent granted alone', 2);
+RESET ROLE;
+GRANT SELECT ON p_mixed_a, p_mixed_b, p_mixed_rest TO part_reader;
+ALTER TABLE p_mixed_b ENABLE ROW LEVEL SECURITY;
+SET ROLE part_reader;
+SELECT * FROM part_differential('p_mixed', 'a leaf under its own policy', 2);
+RESET ROLE;
+ALTER TABLE p_mixed_b DISABLE ROW LEVEL SECURITY;
+REVOKE ALL ON p_mixed, p_mixed_a, p_mixed_b, p_mixed_rest, filters FROM part_reader;
+DROP ROLE part_reader;
+-- A leaf searched on its own, then as a partition, then on its own: its
+-- statements return rows of the table asked for each time.
+SELECT count(*) AS own FROM alerts_search(NULL::p_mixed_b, 'ORG_A', '{}', '-infinity', page_size => 5);
+SELECT count(*) AS parent FROM alerts_search(NULL::p_mixed, 'ORG_A', '{"env": "prod"}', '-infinity', page_size => 5);
+SELECT count(*) AS own_again FROM alerts_search(NULL::p_mixed_b, 'ORG_A', '{"env": "prod"}', '-infinity', page_size => 5);
+DROP TABLE p_mixed;
+
 -- A narrower bitmap through the parent: bits => 128 reaches every leaf's
 -- column, trigger and backfill; the INCLUDE index holds the folded bitmaps,
 -- and the walk and the tenant-keys path stay exact on them.

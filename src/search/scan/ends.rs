@@ -7,6 +7,30 @@ use pgrx::pg_sys::{self, Datum};
 use super::{deform_entry, IndexWalk};
 
 impl IndexWalk<'_> {
+    /// The id of the walk's first entry, visible or not, read by the
+    /// walk's own scan and left for its first chunk (one descent for
+    /// both); None when the window has no entry. Before the first chunk.
+    ///
+    /// # Safety
+    /// The relations are open; no chunk has been read.
+    pub unsafe fn first_id(&mut self) -> Option<Vec<u8>> {
+        // SAFETY: as the caller's; the entry is read while the scan
+        // stands on it.
+        unsafe {
+            self.restart();
+            if pg_sys::index_getnext_tid(self.scan, self.direction).is_null() {
+                self.done = true;
+                return None;
+            }
+            let natts = (*(*self.index).rd_rel).relnatts as usize;
+            let mut values = vec![Datum::from(0usize); natts];
+            let mut nulls = vec![false; natts];
+            let id = deform_entry(self.scan, &mut values, &mut nulls).to_vec();
+            self.pending = true;
+            Some(id)
+        }
+    }
+
     /// The oldest (or newest) id of the tenant's entries above `lower` (at
     /// it too when not strict) and below `upper` when there is one, visible
     /// or not: the oldest-first keys path only bounds its ranges with it,

@@ -8,12 +8,14 @@
 //! for two statements per call and one more index descent per candidate
 //! (the `LATERAL` lookup); this is that walk without them.
 //!
-//! Used where it reads exactly what the statements would: a plain table (or
-//! a Citus shard) whose `organisation_id` and `id` are text, with a valid,
-//! non-partial btree led by them in the columns' own collations, read by a
-//! role with `SELECT` on the table and no row-level security in force.
-//! Anything else (views, partitioned tables, policies, column grants) takes
-//! the statement walk, which the planner and executor make right.
+//! Used where it reads exactly what the statements would: a plain table (a
+//! Citus shard, a leaf of a partitioned table) whose `organisation_id` and
+//! `id` are text, with a valid, non-partial btree led by them in the
+//! columns' own collations, read by a role with `SELECT` on the table (on
+//! the partitioned table, for a leaf) and no row-level security in force.
+//! Anything else (views, policies, column grants, leaves of another
+//! access method) takes the statement walk, which the planner and executor
+//! make right.
 //!
 //! - this file: the scan of the pagination index, chunk by chunk;
 //! - `heap.rs`: a candidate's row fetched and checked exactly;

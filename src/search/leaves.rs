@@ -1,0 +1,247 @@
+//! A partitioned table read by the direct walk: each leaf's pagination
+//! index walked in place, as a plain table's is (`scan/`), and the leaves'
+//! rows merged newest first.
+//!
+//! The leaves that may hold the call's rows are found once
+//! (`partitions::leaves`: pruned by their bounds when partitioned by `id`,
+//! and to the tenant's partition below a hash level). Partitioned by `id`
+//! on one level, they hold ranges that do not overlap: each is walked into
+//! the page in turn, newest range first, until the page is full; older
+//! leaves are not opened. Otherwise (by `created_at`, a default
+//! partition, levels) their ids may overlap: each is opened and its
+//! newest id in the window read (the first entry of its walk, left for
+//! the walk), and they are walked in that order, each for as many rows as
+//! the page still needs below its newest id (rows already found above it
+//! beat every row it has), until the page is full of rows newer than the
+//! next leaf's newest id; the rows are merged newest first.
+//!
+//! One partition set for the call: the leaves are opened, and locked, at
+//! the start, and every read of the call (the walks, the rare paths'
+//! statements) is of those leaves. Each leaf keeps its own statements and
+//! route memory in the session (`session.rs`), as a Citus shard does, and
+//! returns rows of the partitioned table's type. When any leaf cannot be
+//! walked directly (another access method, a foreign table, no usable
+//! pagination index), or the role may not read one as it is (no `SELECT`
+//! granted on it, or a row-level policy of its own: the rare paths'
+//! statements name the leaf), the call takes the statement walk instead.
+
+use pgrx::pg_sys::{self, Datum, Oid};
+
+use super::args::Args;
+use super::call::Call;
+use super::page::Page;
+use super::layout::Layout;
+use super::scan::IndexWalk;
+use super::session::{self, Held, Table};
+use super::{layout, partitions, walk};
+use crate::datum::{text_cmp, varlena_bytes};
+
+/// One leaf of the call: its session entry, its call, its walk once
+/// begun, and its newest id in the window (read for a merge).
+struct Leaf<'a> {
+    oid: Oid,
+    table: Held<Table>,
+    call: Call<'a>,
+    layout: Layout,
+    walk: Option<IndexWalk<'a>>,
+    newest: Vec<u8>,
+}
+
+/// Fills `page` (newest first) from the leaves of partitioned table
+/// `parent` by the direct walk; false, having read nothing, when a leaf
+/// cannot be walked directly.
+///
+/// # Safety
+/// Inside a search: the call's datums are live, `parent` is locked and
+/// read with its own privileges (`layout::plain_read`).
+pub unsafe fn fill<'a>(
+    parent: Oid,
+    args: &'a Args<'a>,
+    ext_schema: &dyn Fn() -> String,
+    page: &mut Page,
+) -> bool {
+    // SAFETY: as the caller's; each leaf is locked before its caches are
+    // read, and every walk begun here is ended here.
+    unsafe {
+        let found = partitions::leaves(parent, args.org, args.floor, args.before);
+        // every leaf first: the call reads all of them directly, or none
+        let mut leaves = Vec::new();
+        for leaf in found.oids {
+            match prepare(leaf, parent, args, ext_schema) {
+                Some(l) => leaves.push(l),
+                None => return false,
+            }
+        }
+        if found.by_id {
+            in_order(leaves, args, page);
+        } else {
+            merged(leaves, args, parent, page);
+        }
+        true
+    }
+}
+
+/// Leaves of ranges of ids that do not overlap, newest range first: each
+/// walked into the page in turn, until it is full. Older leaves are not
+/// opened.
+///
+/// # Safety
+/// As [`fill`].
+unsafe fn in_order<'a>(mut leaves: Vec<Leaf<'a>>, args: &'a Args<'a>, page: &mut Page) {
+    for leaf in leaves.iter_mut() {
+        if page.is_full() {
+            break;
+        }
+        // SAFETY: as the caller's; the walk is ended before the next.
+        unsafe {
+            let mut walk = begin(leaf, args);
+            walk_into(leaf, &mut walk, page);
+            walk.end();
+        }
+    }
+}
+
+/// Leaves whose ids may overlap: opened, each one's newest id in the
+/// window read, and walked in that order, each for as many rows as the
+/// page still needs below its newest id; the rows merged newest first.
+///
+/// # Safety
+/// As [`fill`].
+unsafe fn merged<'a>(mut leaves: Vec<Leaf<'a>>, args: &'a Args<'a>, parent: Oid, page: &mut Page) {
+    // SAFETY: as the caller's; every walk begun here is ended here.
+    unsafe {
+        let Some(collation) = leaves.first().map(|l| l.layout.id_collation) else {
+            return; // no leaf in the window
+        };
+        // newest first; a leaf without rows in the window is not walked
+        leaves.retain_mut(|l| {
+            let mut walk = begin(l, args);
+            match walk.first_id() {
+                Some(id) => {
+                    l.newest = id;
+                    l.walk = Some(walk);
+                    true
+                }
+                None => {
+                    walk.end();
+                    false
+                }
+            }
+        });
+        leaves.sort_by(|a, b| text_cmp(&b.newest, &a.newest, collation));
+        let id_column = pg_sys::get_attnum(parent, c"id".as_ptr());
+        let size = page.size();
+        // Rows found so far, newest first, with their ids.
+        let mut found: Vec<(Vec<u8>, Datum)> = Vec::new();
+        for leaf in leaves.iter_mut() {
+            // rows found above the leaf's newest id: better than any of its
+            let above = found
+                .iter()
+                .take_while(|(id, _)| text_cmp(id, &leaf.newest, collation).is_gt())
+                .count() as i64;
+            if above >= size {
+                break;
+            }
+            let mut rows = Page::rows(size - above, args.rowtype);
+            let mut walk = leaf.walk.take().expect("begun above");
+            walk_into(leaf, &mut walk, &mut rows);
+            leaf.walk = Some(walk);
+            for row in rows.into_rows() {
+                found.push((id_of(row, id_column), row));
+            }
+            // stable: a leaf's rows of one id keep their order
+            found.sort_by(|a, b| text_cmp(&b.0, &a.0, collation));
+            found.truncate(size as usize);
+        }
+        for (_, row) in found {
+            page.add_row(row);
+        }
+        for walk in leaves.into_iter().filter_map(|l| l.walk) {
+            walk.end();
+        }
+    }
+}
+
+/// Leaf `leaf` of `parent` checked and its caches read for the call, with
+/// its statements (prepared on first use); None when it cannot be walked
+/// directly.
+///
+/// # Safety
+/// As [`fill`].
+unsafe fn prepare<'a>(
+    leaf: Oid,
+    parent: Oid,
+    args: &Args<'a>,
+    ext_schema: &dyn Fn() -> String,
+) -> Option<Leaf<'a>> {
+    // SAFETY: as the caller's; the leaf is locked first.
+    unsafe {
+        if pg_sys::get_rel_relkind(leaf) != pg_sys::RELKIND_RELATION as std::ffi::c_char {
+            return None;
+        }
+        pg_sys::LockRelationOid(leaf, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        // The rare paths' statements name the leaf, and Postgres checks
+        // the leaf's own privileges and policies on them (not on a query
+        // of the partitioned table): a role that may not read the leaf as
+        // it is reads through the partitioned table's statements instead.
+        if !layout::plain_read(leaf) {
+            return None;
+        }
+        let mut table = session::table(leaf, parent, ext_schema);
+        let indexes = table.value.as_mut()?.statements.indexes.get(leaf);
+        let layout = indexes.direct.filter(|_| indexes.page)?;
+        Some(Leaf {
+            oid: leaf,
+            table,
+            call: args.call(&indexes),
+            layout,
+            walk: None,
+            newest: Vec::new(),
+        })
+    }
+}
+
+/// The leaf's walk, begun (its relations opened).
+///
+/// # Safety
+/// As [`fill`].
+unsafe fn begin<'a>(leaf: &Leaf<'a>, args: &'a Args<'a>) -> IndexWalk<'a> {
+    // SAFETY: as the caller's.
+    unsafe {
+        IndexWalk::begin(
+            leaf.oid,
+            args.relid,
+            leaf.layout,
+            &leaf.call,
+            args.columns.as_ref().map(|(_, c)| c),
+        )
+    }
+}
+
+/// The leaf walked into `page`: the page walk and its rare paths.
+///
+/// # Safety
+/// As [`fill`]; `walk` is the leaf's.
+unsafe fn walk_into(leaf: &mut Leaf, walk: &mut IndexWalk, page: &mut Page) {
+    let table = leaf.table.value.as_mut().expect("prepared");
+    // SAFETY: as the caller's.
+    unsafe { walk::fill(&mut table.statements, &mut table.routes, &leaf.call, walk, page) }
+}
+
+/// The id of a row of the page (a composite datum of the table's type).
+///
+/// # Safety
+/// `row` is a live composite datum; `column` is its `id`'s number.
+unsafe fn id_of(row: Datum, column: i16) -> Vec<u8> {
+    // SAFETY: as the caller's; `id` is NOT NULL in a searched table, and a
+    // NULL would be read as the empty id (sorted last).
+    unsafe {
+        let mut isnull = false;
+        let d = pg_sys::GetAttributeByNum(row.cast_mut_ptr(), column, &mut isnull);
+        if isnull {
+            Vec::new()
+        } else {
+            varlena_bytes(d).to_vec()
+        }
+    }
+}
