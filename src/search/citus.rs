@@ -4,9 +4,14 @@
 //! - on the node holding the tenant's shard (a worker, reached by the
 //!   routed statement below or by a delegated call) walks the shard itself,
 //!   as a plain table, with no Citus planning per statement;
-//! - anywhere else (the coordinator) sends one routed statement that runs
-//!   `alerts_search_wire` on that node and brings the page back in binary
-//!   (`wire.rs`): one round trip per call, whatever the walk does there.
+//! - anywhere else (the coordinator) sends one routed statement, a router
+//!   query Citus sends whole to that node: the page's own SQL (the
+//!   tenant, `alerts_attrs_match`, the window, `ORDER BY id DESC LIMIT`),
+//!   which the node plans with the custom scan when the library is loaded
+//!   there, its rows coming back as any router query's do; a call with a
+//!   column filter runs `alerts_search_wire` there instead and brings the
+//!   page back in binary (`wire.rs`). One round trip per call, whatever
+//!   the walk does there.
 //!
 //! Whether a table is distributed is read from Citus' catalog once per
 //! relcache epoch (distributing a table invalidates its relcache entry).
@@ -38,8 +43,12 @@ pub enum Target {
 struct Distributed {
     /// `$1` table, `$2` tenant: the shard's relation if this node has it.
     shard: pg_sys::SPIPlanPtr,
-    /// The routed call (see `remote_page`).
+    /// The routed call through `alerts_search_wire` (column filters).
     routed: pg_sys::SPIPlanPtr,
+    /// The routed page as rows: a first page (`$1` tenant, `$2` filter,
+    /// `$3` floor, `$4` rows), and a next one (`$5` the cursor).
+    first: pg_sys::SPIPlanPtr,
+    next: pg_sys::SPIPlanPtr,
 }
 
 impl Distributed {
@@ -48,8 +57,9 @@ impl Distributed {
     unsafe fn free(self) {
         // SAFETY: as the caller's; both are kept, each freed once.
         unsafe {
-            pg_sys::SPI_freeplan(self.shard);
-            pg_sys::SPI_freeplan(self.routed);
+            for plan in [self.shard, self.routed, self.first, self.next] {
+                pg_sys::SPI_freeplan(plan);
+            }
         }
     }
 }
@@ -132,6 +142,33 @@ impl CitusCache {
         }
     }
 
+    /// The page from the node holding the tenant's shard as rows in the
+    /// table's columns (`args`: tenant, filter, floor, page size, and the
+    /// cursor of a next page).
+    ///
+    /// # Safety
+    /// As [`CitusCache::routed`].
+    pub unsafe fn routed_rows(
+        &self,
+        relid: Oid,
+        args: &[Datum; 4],
+        before: Option<Datum>,
+    ) -> *mut pg_sys::SPITupleTable {
+        let Some((_, Some(d))) = &self.known else {
+            unreachable!("routed_rows() is called only for a distributed table")
+        };
+        let mut all: Vec<Option<Datum>> = args.iter().copied().map(Some).collect();
+        let plan = match before {
+            Some(b) => {
+                all.push(Some(b));
+                d.next
+            }
+            None => d.first,
+        };
+        // SAFETY: as the caller's.
+        unsafe { self.run_routed(relid, plan, &all) }
+    }
+
     /// The page from the node holding the tenant's shard, by the routed
     /// statement (`args`: tenant, filter, since, cursor, page size): a
     /// result table of one `bytea` (`wire.rs`), or no row when the tenant
@@ -144,7 +181,21 @@ impl CitusCache {
         let Some((_, Some(d))) = &self.known else {
             unreachable!("routed() is called only for a distributed table")
         };
-        let plan = d.routed;
+        // SAFETY: as the caller's.
+        unsafe { self.run_routed(relid, d.routed, args) }
+    }
+
+    /// Runs a routed statement, naming a node without the extension in
+    /// the ERROR it raises.
+    ///
+    /// # Safety
+    /// As [`CitusCache::routed`]; `args` match the statement's parameters.
+    unsafe fn run_routed(
+        &self,
+        relid: Oid,
+        plan: pg_sys::SPIPlanPtr,
+        args: &[Option<Datum>],
+    ) -> *mut pg_sys::SPITupleTable {
         // SAFETY: as the caller's; on an error the transaction aborts.
         PgTryBuilder::new(AssertUnwindSafe(|| unsafe { execute_nullable(plan, args) }))
             .catch_when(PgSqlErrorCode::ERRCODE_UNDEFINED_FUNCTION, |cause| {
@@ -225,6 +276,41 @@ unsafe fn is_distributed(relid: Oid) -> bool {
     }
 }
 
+/// The parameters of the routed page as rows.
+const ROWS_TYPES: [Oid; 5] = [
+    pg_sys::TEXTOID,
+    pg_sys::JSONBOID,
+    pg_sys::TEXTOID,
+    pg_sys::INT4OID,
+    pg_sys::TEXTOID,
+];
+
+/// A page of table `t` (`relid`) in its own columns, by the extension's
+/// exact check (`s`), with `cursor` among its conditions.
+///
+/// # Safety
+/// `relid` is a valid relation.
+unsafe fn page_sql(relid: Oid, t: &str, s: &str, cursor: &str) -> String {
+    // SAFETY: the descriptor of a valid relation, released here.
+    let columns = unsafe {
+        let rel = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        let desc = (*rel).rd_att;
+        let names: Vec<String> = (1..=(*desc).natts)
+            .map(|i| crate::compat::attribute(desc, i))
+            .filter(|a| !a.attisdropped)
+            .map(|a| format!("a.{}", quoted(&cstr_owned(a.attname.data.as_ptr()))))
+            .collect();
+        pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+        names.join(", ")
+    };
+    format!(
+        "SELECT {columns} FROM {t} a
+         WHERE a.organisation_id = $1 AND {s}.alerts_attrs_match(a.attribute_values, $2)
+           AND a.id >= $3{cursor}
+         ORDER BY a.id DESC LIMIT $4"
+    )
+}
+
 /// The kept statements of a distributed table.
 unsafe fn statements(relid: Oid, ext_schema: &str) -> Distributed {
     // SAFETY: SPI is connected by the caller; relid is a valid relation.
@@ -262,8 +348,15 @@ unsafe fn statements(relid: Oid, ext_schema: &str) -> Distributed {
                 ),
                 &[pg_sys::TEXTOID, pg_sys::JSONBOID, pg_sys::TIMESTAMPTZOID, pg_sys::TEXTOID, pg_sys::INT4OID, pg_sys::JSONBOID],
             ),
+            // The page's own SQL, routed by the tenant's equality: the
+            // node's planner gives it the custom scan (the library loaded
+            // there: `shared_preload_libraries`), or its own plan, exact
+            // either way. Rows come back in the table's columns, in
+            // binary where Citus can, as a GIN query's do.
+            first: prepare(&page_sql(relid, &t, &s, ""), &ROWS_TYPES[..4]),
+            next: prepare(&page_sql(relid, &t, &s, " AND a.id < $5"), &ROWS_TYPES),
         };
-        keep(&[d.shard, d.routed]);
+        keep(&[d.shard, d.routed, d.first, d.next]);
         d
     }
 }

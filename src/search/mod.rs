@@ -256,20 +256,29 @@ unsafe fn fill_running(ext_schema: &dyn Fn() -> String, args: &Args, page: &mut 
                 ),
                 citus::Target::Remote => {
                     trace::page_starts(trace::Route::Routed);
-                    let routed = cache.routed(
-                        relid,
-                        &[
-                            Some(args.org),
-                            Some(args.filter),
-                            args.since,
-                            args.before,
-                            Some(Datum::from(args.page_size)),
-                            args.columns.as_ref().map(|c| c.0),
-                        ],
-                    );
-                    // no row when the tenant has none: an empty page
-                    if let Some(w) = spi::first_value(routed) {
-                        wire::decode(w, args.rowtype, |row| page.add_row(row));
+                    let first = [args.org, args.filter, args.floor, Datum::from(args.page_size)];
+                    match &args.columns {
+                        // the page's own SQL, its rows in the table's columns
+                        None => {
+                            page.add_columns(cache.routed_rows(relid, &first, args.before));
+                        }
+                        Some((columns, _)) => {
+                            let routed = cache.routed(
+                                relid,
+                                &[
+                                    Some(args.org),
+                                    Some(args.filter),
+                                    args.since,
+                                    args.before,
+                                    Some(Datum::from(args.page_size)),
+                                    Some(*columns),
+                                ],
+                            );
+                            // no row when the tenant has none: an empty page
+                            if let Some(w) = spi::first_value(routed) {
+                                wire::decode(w, args.rowtype, |row| page.add_row(row));
+                            }
+                        }
                     }
                     None
                 }

@@ -128,6 +128,58 @@ impl Page {
         copied
     }
 
+    /// Appends the rows of a result table whose columns are the table's
+    /// own, in order and of their types (dropped ones left out), formed
+    /// as rows of the table; returns how many.
+    ///
+    /// # Safety
+    /// `tt` must be a live SPI result table.
+    pub unsafe fn add_columns(&mut self, tt: *mut pg_sys::SPITupleTable) -> i64 {
+        let mut copied = 0;
+        // SAFETY: as the caller's; the columns are checked against the
+        // row type before any value is read, the descriptor released here.
+        unsafe {
+            let desc = pg_sys::lookup_rowtype_tupdesc(self.rowtype, -1);
+            let natts = (*desc).natts as usize;
+            let live: Vec<usize> = (0..natts)
+                .filter(|&i| !crate::compat::attribute(desc, i as i32 + 1).attisdropped)
+                .collect();
+            let got = (*tt).tupdesc;
+            let same = (*got).natts as usize == live.len()
+                && live.iter().enumerate().all(|(k, &i)| {
+                    crate::compat::attribute(got, k as i32 + 1).atttypid
+                        == crate::compat::attribute(desc, i as i32 + 1).atttypid
+                });
+            if !same {
+                pg_sys::DecrTupleDescRefCount(desc);
+                error(
+                    PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                    format!(
+                        "alerts_search: the rows of {} came back with other columns than the table has here",
+                        cstr_owned(pg_sys::format_type_be(self.rowtype))
+                    ),
+                    "the table's definition differs between the coordinator and the node of the tenant's shard: compare them with run_command_on_placements",
+                );
+            }
+            let mut values = vec![Datum::from(0usize); natts];
+            let mut nulls = vec![true; natts];
+            for r in 0..rows(tt) as usize {
+                if self.is_full() {
+                    break;
+                }
+                let row = *(*tt).vals.add(r);
+                for (k, &i) in live.iter().enumerate() {
+                    values[i] = pg_sys::SPI_getbinval(row, got, k as i32 + 1, &mut nulls[i]);
+                }
+                let tuple = pg_sys::heap_form_tuple(desc, values.as_mut_ptr(), nulls.as_mut_ptr());
+                self.add_tuple(tuple, desc);
+                copied += 1;
+            }
+            pg_sys::DecrTupleDescRefCount(desc);
+        }
+        copied
+    }
+
     /// An ERROR unless column 1 of `desc` is the page's row type. A
     /// statement names its table, and Postgres resolves the name again
     /// when it replans: if another table took the name since (a schema

@@ -299,11 +299,11 @@ echo "  planned with the node, the hostile operator never called"
 echo "citus: one round trip per call"
 log_call() {  # PORT TENANT [SQL before the call]: the commands the call sends to other nodes
   at "$1" -c "SET citus.log_remote_commands = on" -c "SET client_min_messages = log" -c "${3:-SELECT 1}" \
-    -c "SELECT count(*) FROM alerts_search(NULL::alerts, '$2', '{\"env\": \"prod\"}')" -c "COMMIT" 2>&1 | grep "issuing .*alerts_search" || true
+    -c "SELECT count(*) FROM alerts_search(NULL::alerts, '$2', '{\"env\": \"prod\"}')" -c "COMMIT" 2>&1 | grep -E "issuing .*alerts_(search|attrs_match)" || true
 }
 for before in "SELECT 1" BEGIN; do
   sent_now=$(log_call "$C" org1 "$before")
-  [ "$(grep -c . <<<"$sent_now")" = 1 ] && grep -q "SELECT public.alerts_search_wire(" <<<"$sent_now" \
+  [ "$(grep -c . <<<"$sent_now")" = 1 ] && grep -q "public.alerts_attrs_match(attribute_values" <<<"$sent_now" \
     || fail "a call on the coordinator (after $before) sent, want one routed statement: $sent_now"
 done
 echo "  a call on the coordinator sends one statement to the tenant's worker, alone or in a transaction block"
