@@ -4,12 +4,20 @@ organisation_id over a local Citus cluster (coordinator + 2 workers,
 scripts/citus.sh, its own ports), measured in one run beside the single
 node they were copied from:
 
-- latency, 1 client, p50/p95/p99 per core scenario: GIN and alerts_search
-  through the coordinator (alerts_search sends one routed statement to the
-  tenant's worker); alerts_search called on the worker that holds the
-  tenant (a call without the coordinator hop);
-  GIN and alerts_search on the single node; Citus' floor for a router
-  query;
+- latency, 1 client, p50/p95/p99 per core scenario: GIN, alerts_search
+  and plain SQL through the coordinator (alerts_search sends one routed
+  statement to the tenant's worker; plain SQL is Citus' router query, the
+  worker planning the shard query with the custom scan); GIN and
+  alerts_search called on the worker that holds the tenant, on its shard
+  (the same work without the coordinator hop: what a call through the
+  coordinator costs more is the coordinator's share); GIN and
+  alerts_search on the single node; Citus' floor for a router query;
+
+Roles: the peers run as `postgres`, with `alerts.custom_scan = off` in
+this database on every node (so that no worker plans GIN's query with the
+node, even where a query loaded the library); alerts_search and plain SQL
+run as `bench_alerts`, whose sessions load the library on every node
+(`session_preload_libraries`, as docs/citus.md recommends).
 - throughput, 8 clients, a mix of the core scenarios: one node against
   the coordinator and two workers.
 
@@ -29,10 +37,12 @@ import run as bench
 from run import lit, psql
 
 DB = "alerts_bench_citus"
-METHODS = ["gin", "search", "search_worker", "gin_1node", "search_1node"]
+METHODS = ["gin", "search", "plain", "gin_worker", "search_worker", "gin_1node", "search_1node"]
 LABELS = {
     "gin": "GIN (planner), via coordinator",
     "search": "alerts_search(), via coordinator",
+    "plain": "plain SQL @> (custom scan on the worker), via coordinator",
+    "gin_worker": "GIN (planner) on the tenant's worker, its shard",
     "search_worker": "alerts_search() on the tenant's worker",
     "gin_1node": "GIN (planner), one node",
     "search_1node": "alerts_search(), one node",
@@ -105,13 +115,40 @@ def refresh():
     print(f"bench: distributed tenant-keys index built in {time.time() - t0:.0f} s", flush=True)
 
 
+# Who runs each method (see the module comment).
+USER = {"search": "bench_alerts", "plain": "bench_alerts"}
+
+
+def roles():
+    """The two roles' settings, on every node (Citus propagates neither
+    ALTER ROLE ... IN DATABASE nor a role made in a DO block reliably, so
+    each node is told directly)."""
+    c = citus_port()
+    for port in (c, c + 1, c + 2):
+        psql(DB, ["SET citus.enable_ddl_propagation = off",
+                  "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'bench_alerts') "
+                  "THEN CREATE ROLE bench_alerts LOGIN SUPERUSER; END IF; END $$",
+                  f"ALTER ROLE bench_alerts IN DATABASE {DB} SET session_preload_libraries = 'alerts'",
+                  f"ALTER ROLE postgres IN DATABASE {DB} SET alerts.custom_scan = 'off'"], port=port)
+
+
+def shard_sql(sql, org):
+    """`sql` on the tenant's shard (run on its worker)."""
+    shard = psql(DB, f"SELECT shard_name('alerts', get_shard_id_for_distribution_column('alerts', {lit(org)}))",
+                 port=citus_port())[0][0]
+    return sql.replace("FROM alerts", "FROM " + shard)
+
+
 def worker_of(org):
     return int(psql(DB, f"SELECT p.nodeport FROM pg_dist_shard_placement p WHERE p.shardid = "
                         f"get_shard_id_for_distribution_column('alerts', {lit(org)})", port=citus_port())[0][0])
 
 
 def method_sql(m, s):
-    return bench.method_sql("gin" if m.startswith("gin") else "search", s, None)
+    if m == "plain":
+        return bench.method_sql("plain", s, None)
+    sql = bench.method_sql("gin" if m.startswith("gin") else "search", s, None)
+    return shard_sql(sql, s["org"]) if m == "gin_worker" else sql
 
 
 def main(args):
@@ -126,10 +163,11 @@ def main(args):
     build(src_db, size, anchor)
     bench.refresh_extension(src_db, ["alerts"])
     refresh()
+    roles()
     c, one = citus_port(), int(bench.PG["port"])
     work = Path(tempfile.mkdtemp(prefix="alerts-bench-"))
     os.chmod(work, 0o777)
-    results, failures, mix = [], [], {m: [] for m in ("gin", "search", "gin_1node", "search_1node")}
+    results, failures, mix = [], [], {m: [] for m in ("gin", "search", "plain", "gin_1node", "search_1node")}
     methods = (args.methods or ",".join(METHODS)).split(",")
     for s in bench.scenarios(src_db, size, "alerts"):
         if not s["core"] or (args.only and args.only not in s["name"]):
@@ -137,16 +175,17 @@ def main(args):
         want = [r[0] for r in bench.oracle(src_db, s)][: s["limit"]]
         print(f"== {s['name']}: page of {len(want)}", flush=True)
         for m in [x for x in METHODS if x in methods]:
-            port = one if m.endswith("_1node") else worker_of(s["org"]) if m == "search_worker" else c
+            port = one if m.endswith("_1node") else worker_of(s["org"]) if m.endswith("_worker") else c
             sql, db = method_sql(m, s), src_db if port == one else DB
-            got = bench.run_query(db, m, sql, port=port)
+            got = bench.run_query(db, m, sql, port=port, user=USER.get(m))
             if got != want:
                 failures.append((s["name"], m, len(got), len(want)))
                 print(f"  {m}: WRONG ROWS ({len(got)} rows, expected {len(want)})", flush=True)
                 continue
             if m in mix:
                 mix[m].append(sql)
-            r = bench.pgbench(db, m, sql, seconds, "prepared", 1, work, args.transactions, port=port)
+            r = bench.pgbench(db, m, sql, seconds, "prepared", 1, work, args.transactions, port=port,
+                              user=USER.get(m))
             results.append(dict(scenario=s["name"], method=m, matches=len(want), **r))
             print(f"  {m:14s} p50 {r['p50']:8.3f}  p95 {r['p95']:8.3f}  p99 {r['p99']:8.3f} ms", flush=True)
     # Citus' own cost of a router query: one indexed row of the tenant
@@ -165,7 +204,7 @@ def main(args):
         if not sqls:
             continue
         port, db = (one, src_db) if m.endswith("_1node") else (c, DB)
-        r = bench.pgbench(db, m, sqls, tput_seconds, "prepared", 8, work, None, port=port)
+        r = bench.pgbench(db, m, sqls, tput_seconds, "prepared", 8, work, None, port=port, user=USER.get(m))
         tput.append(dict(method=m, **r))
         print(f"  8 clients {m:14s} {r['tps']:8.0f} pages/s  p95 {r['p95']:.3f} ms", flush=True)
     shutil.rmtree(work, ignore_errors=True)
@@ -199,14 +238,19 @@ def write_table(results, floors, tput, meta, path):
         cells = [f"{r['p50']:.2f} / {r['p95']:.2f} / {r['p99']:.2f}" if (r := cell.get((s, m))) else "-"
                  for m in cols]
         lines.append(f"| {s} | " + " | ".join(cells) + " |")
-    lines += ["", "alerts_search against GIN on the distributed table (p95 ratio), and the coordinator's share "
-                  "of a call (p50 through the coordinator minus the same call on the tenant's worker):", "",
-              "| scenario | alerts_search / GIN (p95) | coordinator overhead (p50 ms) |", "|---|---|---|"]
+    lines += ["", "alerts_search and plain SQL against GIN through the coordinator (p95 ratio), and the "
+                  "coordinator's share of a page (p50 through the coordinator minus the same work on the tenant's "
+                  "worker: GIN's query on the shard for GIN, alerts_search on the worker for the other two):", "",
+              "| scenario | alerts_search / GIN (p95) | plain SQL / GIN (p95) | GIN's share (ms) | "
+              "alerts_search's share (ms) | plain SQL's share (ms) |", "|---|---|---|---|---|---|"]
     for s in scen:
-        g, a, w = (cell.get((s, m)) for m in ("gin", "search", "search_worker"))
+        g, a, p, gw, w = (cell.get((s, m)) for m in ("gin", "search", "plain", "gin_worker", "search_worker"))
         lines.append(f"| {s} | " + " | ".join([
             f"{a['p95'] / g['p95']:.2f}x" if a and g else "-",
-            f"{a['p50'] - w['p50']:.3f}" if a and w else "-"]) + " |")
+            f"{p['p95'] / g['p95']:.2f}x" if p and g else "-",
+            f"{g['p50'] - gw['p50']:.3f}" if g and gw else "-",
+            f"{a['p50'] - w['p50']:.3f}" if a and w else "-",
+            f"{p['p50'] - w['p50']:.3f}" if p and w else "-"]) + " |")
     lines += ["", "Citus' floor for a router query (one indexed row of one tenant), p50 / p95 ms:", "",
               "| where | p50 | p95 |", "|---|---|---|"]
     for where, r in floors.items():

@@ -391,22 +391,22 @@ def oracle(db, s):
     return rows
 
 
-def run_query(db, m, sql, port=None):
+def run_query(db, m, sql, port=None, user=None):
     env = dict(os.environ, PGOPTIONS=PGOPTIONS.get(m, ""))
-    out = subprocess.run(["psql", "-X", "-At", "-h", PG["host"], "-p", str(port or PG["port"]), "-U", PG["user"], "-d", db,
+    out = subprocess.run(["psql", "-X", "-At", "-h", PG["host"], "-p", str(port or PG["port"]), "-U", user or PG["user"], "-d", db,
                           "-c", f"SELECT id FROM ({sql}) q"], check=True, capture_output=True, text=True, env=env)
     return out.stdout.split()
 
 
-def pgbench(db, m, sql, seconds, mode, clients, workdir, transactions=None, port=None):
+def pgbench(db, m, sql, seconds, mode, clients, workdir, transactions=None, port=None, user=None):
     """Runs one cell: for `seconds` (-T), or `transactions` per client (-t).
     `sql` is one statement, or a list of them picked at random per
     transaction (a mixed load)."""
-    lat, rate = pgbench_raw(db, m, sql, seconds, mode, clients, workdir, transactions, port)
+    lat, rate = pgbench_raw(db, m, sql, seconds, mode, clients, workdir, transactions, port, user)
     return summary(lat, rate)
 
 
-def pgbench_raw(db, m, sql, seconds, mode, clients, workdir, transactions=None, port=None):
+def pgbench_raw(db, m, sql, seconds, mode, clients, workdir, transactions=None, port=None, user=None):
     """One pgbench run: every transaction's latency (ms) from its -l log,
     and the run's rate (transactions/s)."""
     scripts = []
@@ -416,7 +416,7 @@ def pgbench_raw(db, m, sql, seconds, mode, clients, workdir, transactions=None, 
     for p in workdir.glob("pgbench_log*"):
         p.unlink()
     env = dict(os.environ, PGOPTIONS=PGOPTIONS.get(m, ""))
-    res = subprocess.run(["pgbench", "-n", "-h", PG["host"], "-p", str(port or PG["port"]), "-U", PG["user"],
+    res = subprocess.run(["pgbench", "-n", "-h", PG["host"], "-p", str(port or PG["port"]), "-U", user or PG["user"],
                           "-M", mode, "-c", str(clients), "-j", str(clients),
                           *(["-t", str(transactions)] if transactions else ["-T", str(seconds)]),
                           "-l", "--log-prefix", str(workdir / "pgbench_log"), *scripts, db],
