@@ -38,6 +38,44 @@ pub struct Args<'a> {
 }
 
 impl<'a> Args<'a> {
+    /// A search's arguments, for `alerts_search` (`checked_args`, which
+    /// adds `since` for a routed call) and for the custom scan (which
+    /// adds the bounds of a page read oldest first): `page_size` is
+    /// checked here for both. The filter is compiled and the column
+    /// filter compiled against `rowtype` by the caller, each with its own
+    /// errors.
+    pub fn new(
+        (relid, rowtype): (Oid, Oid),
+        org: Datum,
+        (filter, compiled): (Datum, &'a Filter),
+        columns: Option<(Datum, crate::columns::Columns)>,
+        floor: Datum,
+        before: Option<Datum>,
+        page_size: i64,
+    ) -> Args<'a> {
+        if page_size < 1 {
+            error(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("alerts_search: page_size must be at least 1, got {page_size}"),
+                "pages are usually 50 rows",
+            );
+        }
+        let page_size = i32::try_from(page_size).unwrap_or(i32::MAX);
+        Args {
+            relid,
+            rowtype,
+            org,
+            filter,
+            compiled,
+            columns,
+            since: None,
+            floor,
+            before,
+            page_size,
+            ascending: None,
+        }
+    }
+
     /// The call the page algorithms and walkers see, on a relation (the
     /// table, a shard or a partition of it) that offers `indexes`.
     pub fn call(&self, indexes: &Indexes) -> Call<'a> {
@@ -140,14 +178,7 @@ pub unsafe fn checked_args<'a>(fcinfo: pg_sys::FunctionCallInfo) -> Args<'a> {
                 "pass '{}' as the filter to match every alert, and leave before_id NULL for the first page",
             );
         };
-        let page_size = size.value() as i32;
-        if page_size < 1 {
-            error(
-                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-                format!("alerts_search: page_size must be at least 1, got {page_size}"),
-                "pages are usually 50 rows",
-            );
-        }
+        let page_size = size.value() as i32 as i64;
         // Compiles (and so validates) the filter, with the filter's own errors.
         let compiled = crate::filter_cache::compiled(fcinfo, filter);
         let floor_ms = ulid::unix_ms_of_pg_timestamp(since.value() as i64).unwrap_or_else(|| {
@@ -169,17 +200,16 @@ pub unsafe fn checked_args<'a>(fcinfo: pg_sys::FunctionCallInfo) -> Args<'a> {
             (d, compiled)
         });
         Args {
-            relid,
-            rowtype,
-            org,
-            filter,
-            compiled,
-            columns,
             since: Some(since),
-            floor,
-            before: arg(4),
-            page_size,
-            ascending: None,
+            ..Args::new(
+                (relid, rowtype),
+                org,
+                (filter, compiled),
+                columns,
+                floor,
+                arg(4),
+                page_size,
+            )
         }
     }
 }

@@ -29,8 +29,8 @@ use pgrx::pg_sys::{self, Datum, Oid};
 
 use super::args::Args;
 use super::call::Call;
-use super::page::Page;
 use super::layout::Layout;
+use super::page::Page;
 use super::scan::IndexWalk;
 use super::session::{self, Held, Table};
 use super::{layout, partitions, walk};
@@ -225,7 +225,15 @@ unsafe fn begin<'a>(leaf: &Leaf<'a>, args: &'a Args<'a>) -> IndexWalk<'a> {
 unsafe fn walk_into(leaf: &mut Leaf, walk: &mut IndexWalk, page: &mut Page) {
     let table = leaf.table.value.as_mut().expect("prepared");
     // SAFETY: as the caller's.
-    unsafe { walk::fill(&mut table.statements, &mut table.routes, &leaf.call, walk, page) }
+    unsafe {
+        walk::fill(
+            &mut table.statements,
+            &mut table.routes,
+            &leaf.call,
+            walk,
+            page,
+        )
+    }
 }
 
 /// The id of a row of the page (a composite datum of the table's type).

@@ -256,7 +256,12 @@ unsafe fn fill_running(ext_schema: &dyn Fn() -> String, args: &Args, page: &mut 
                 ),
                 citus::Target::Remote => {
                     trace::page_starts(trace::Route::Routed);
-                    let first = [args.org, args.filter, args.floor, Datum::from(args.page_size)];
+                    let first = [
+                        args.org,
+                        args.filter,
+                        args.floor,
+                        Datum::from(args.page_size),
+                    ];
                     match &args.columns {
                         // the page's own SQL, its rows in the table's columns
                         None => {
@@ -328,8 +333,7 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
             let call = args.call(&indexes);
             // The direct scan where it reads what the statements would;
             // roles and policies are checked on every call.
-            let direct_read =
-                || crate::SEARCH_DIRECT_SCAN.get() && layout::plain_read(args.relid);
+            let direct_read = || crate::SEARCH_DIRECT_SCAN.get() && layout::plain_read(args.relid);
             let direct = indexes
                 .direct
                 .filter(|_| direct_read() && (source == args.relid || layout::plain_read(source)));

@@ -255,10 +255,15 @@ unsafe fn key_of(relid: Oid) -> Option<(i16, Oid, Oid)> {
             if column(3)?.value() as i16 != 1 {
                 return None;
             }
-            let attr = (*column(5)?.cast_mut_ptr::<pg_sys::int2vector>()).values.as_slice(1)[0];
-            let class = (*column(6)?.cast_mut_ptr::<pg_sys::oidvector>()).values.as_slice(1)[0];
-            let collation =
-                (*column(7)?.cast_mut_ptr::<pg_sys::oidvector>()).values.as_slice(1)[0];
+            let attr = (*column(5)?.cast_mut_ptr::<pg_sys::int2vector>())
+                .values
+                .as_slice(1)[0];
+            let class = (*column(6)?.cast_mut_ptr::<pg_sys::oidvector>())
+                .values
+                .as_slice(1)[0];
+            let collation = (*column(7)?.cast_mut_ptr::<pg_sys::oidvector>())
+                .values
+                .as_slice(1)[0];
             (attr > 0).then_some((attr, class, collation))
         })();
         pg_sys::ReleaseSysCache(tuple);

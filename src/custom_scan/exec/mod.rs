@@ -336,20 +336,21 @@ impl Run {
         unsafe {
             let compiled = self.compiled.as_ref().expect("computed at start");
             let args = crate::search::Args {
-                relid: self.relid,
-                rowtype: self.rowtype,
-                org: text(&self.org),
-                filter: self.filter,
-                compiled,
-                columns: self.columns.clone(),
-                since: None, // the node is not offered for Citus tables
-                floor: text(&self.floor),
-                before: self.before.as_deref().map(text),
-                page_size: self.size as i32,
                 ascending: self.shape.ascending.then(|| crate::search::Ascending {
                     after: self.after.as_deref().map(text),
                     upper: self.before.as_deref().map(text),
                 }),
+                // `since` stays None: the node is not offered for Citus
+                // tables, whose routed calls send it
+                ..crate::search::Args::new(
+                    (self.relid, self.rowtype),
+                    text(&self.org),
+                    (self.filter, compiled),
+                    self.columns.clone(),
+                    text(&self.floor),
+                    self.before.as_deref().map(text),
+                    self.size,
+                )
             };
             trace::take();
             let rows = crate::search::rows(&args);
