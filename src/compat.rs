@@ -190,33 +190,3 @@ pub unsafe fn pathkey_descending(pathkey: *const pg_sys::PathKey) -> bool {
         descending
     }
 }
-
-/// Whether partition bounds are of a range-partitioned table (the field is
-/// a `char` before PostgreSQL 16, the `PartitionStrategy` enum after).
-///
-/// # Safety
-/// `bounds` is a live `PartitionBoundInfo`.
-pub unsafe fn range_bounds(bounds: pg_sys::PartitionBoundInfo) -> bool {
-    // SAFETY: as the caller's.
-    unsafe {
-        #[cfg(feature = "pg15")]
-        return (*bounds).strategy as u8 == b'r';
-        #[cfg(not(feature = "pg15"))]
-        return (*bounds).strategy == pg_sys::PartitionStrategy::PARTITION_STRATEGY_RANGE;
-    }
-}
-
-/// Whether partition bounds are of a hash-partitioned table (as
-/// [`range_bounds`]).
-///
-/// # Safety
-/// `bounds` is a live `PartitionBoundInfo`.
-pub unsafe fn hash_bounds(bounds: pg_sys::PartitionBoundInfo) -> bool {
-    // SAFETY: as the caller's.
-    unsafe {
-        #[cfg(feature = "pg15")]
-        return (*bounds).strategy as u8 == b'h';
-        #[cfg(not(feature = "pg15"))]
-        return (*bounds).strategy == pg_sys::PartitionStrategy::PARTITION_STRATEGY_HASH;
-    }
-}

@@ -256,16 +256,16 @@ unsafe fn fill_running(ext_schema: &dyn Fn() -> String, args: &Args, page: &mut 
                 ),
                 citus::Target::Remote => {
                     trace::page_starts(trace::Route::Routed);
-                    let first = [
-                        args.org,
-                        args.filter,
-                        args.floor,
-                        Datum::from(args.page_size),
-                    ];
                     match &args.columns {
                         // the page's own SQL, its rows in the table's columns
                         None => {
-                            page.add_columns(cache.routed_rows(relid, &first, args.before));
+                            let page_args = [
+                                args.org,
+                                args.filter,
+                                args.floor,
+                                Datum::from(args.page_size),
+                            ];
+                            page.add_columns(cache.routed_rows(relid, &page_args, args.before));
                         }
                         Some((columns, _)) => {
                             let routed = cache.routed(

@@ -114,12 +114,13 @@ pub unsafe fn leaves(relid: Oid, org: Datum, floor: Datum, before: Option<Datum>
             let desc = pg_sys::RelationGetPartitionDesc(rel, true);
             let n = usize::try_from((*desc).nparts).unwrap_or(0);
             let meets = in_window(rel, desc, (org, floor, before));
-            // One level of id ranges and no default partition: the
-            // descriptor lists the partitions in their bounds' order.
-            by_id = parent == relid
-                && meets.as_ref().is_some_and(|(_, ranges)| *ranges)
-                && (*(*desc).boundinfo).default_index < 0
-                && (0..n).all(|i| *(*desc).is_leaf.add(i));
+            if parent == relid {
+                // One level of id ranges and no default partition: the
+                // descriptor lists the partitions in their bounds' order.
+                by_id = meets.as_ref().is_some_and(|(_, ranges)| *ranges)
+                    && (*(*desc).boundinfo).default_index < 0
+                    && (0..n).all(|i| *(*desc).is_leaf.add(i));
+            }
             for i in 0..n {
                 if meets.as_ref().is_some_and(|(m, _)| !m[i]) {
                     continue;
@@ -171,7 +172,10 @@ unsafe fn in_window(
         let (column, class, collation) = key_of((*rel).rd_id)?;
         let named = |name: &std::ffi::CStr| pg_sys::get_attnum((*rel).rd_id, name.as_ptr());
         let mut meets = vec![false; usize::try_from((*desc).nparts).unwrap_or(0)];
-        if crate::compat::hash_bounds(bounds) {
+        // 'h', 'l' or 'r': a `char` before PostgreSQL 16, an enum of the
+        // same values after.
+        let strategy = (*bounds).strategy as u8;
+        if strategy == b'h' {
             if column != named(c"organisation_id")
                 || pg_sys::get_opclass_input_type(class) != pg_sys::TEXTOID
             {
@@ -195,7 +199,7 @@ unsafe fn in_window(
             return Some((meets, false));
         }
         let id = named(c"id");
-        if !crate::compat::range_bounds(bounds)
+        if strategy != b'r'
             || column != id
             || pg_sys::get_opclass_family(class) != pg_sys::TEXT_BTREE_FAM_OID
             || collation != crate::compat::attribute((*rel).rd_att, id.into()).attcollation

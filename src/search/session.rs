@@ -65,9 +65,9 @@ impl Table {
     }
 
     /// Whether the statements return rows of `rows_of`, and still name
-    /// `source` and `rows_of`: always in the epoch they were checked in (a rename sends a relcache
-    /// invalidation, a schema rename a namespace one: either starts a new
-    /// epoch), else by reading the names again.
+    /// `source` and `rows_of`: always in the epoch they were checked in (a
+    /// rename sends a relcache invalidation, a schema rename a namespace
+    /// one: either starts a new epoch), else by reading the names again.
     ///
     /// # Safety
     /// Both relations valid and locked (so that neither can be renamed
