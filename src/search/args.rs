@@ -3,6 +3,8 @@
 //! `custom_scan/exec/`). Every wrong argument is an ERROR that names it
 //! and the fix, before anything is read.
 
+use std::rc::Rc;
+
 use alerts_core::walk::RarePaths;
 use alerts_core::{ulid, Filter};
 use pgrx::pg_sys::{self, Datum, Oid};
@@ -35,6 +37,9 @@ pub struct Args<'a> {
     pub page_size: i32,
     /// Oldest first (then `before` is unused: the bounds are here).
     pub ascending: Option<Ascending>,
+    /// The filter as one GIN jsonpath, when it has that form: made once
+    /// for the call's relations (a partitioned table's every leaf).
+    pub jsonpath: std::cell::OnceCell<Option<Rc<str>>>,
 }
 
 impl<'a> Args<'a> {
@@ -73,6 +78,7 @@ impl<'a> Args<'a> {
             before,
             page_size,
             ascending: None,
+            jsonpath: std::cell::OnceCell::new(),
         }
     }
 
@@ -80,7 +86,10 @@ impl<'a> Args<'a> {
     /// table, a shard or a partition of it) that offers `indexes`.
     pub fn call(&self, indexes: &Indexes) -> Call<'a> {
         let compiled = self.compiled;
-        let jsonpath = compiled.gin_jsonpath();
+        let jsonpath = self
+            .jsonpath
+            .get_or_init(|| compiled.gin_jsonpath().map(Rc::from))
+            .clone();
         Call {
             org: self.org,
             filter: self.filter,

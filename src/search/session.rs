@@ -101,10 +101,10 @@ pub unsafe fn table(source: Oid, rows_of: Oid, ext_schema: &dyn Fn() -> String) 
     // SAFETY: as the caller's; a stale entry's plans are not running.
     unsafe {
         if let Some(stale) = held.value.take_if(|t| !t.still_names(source, rows_of)) {
-            stale.release();
+            (*stale).release();
         }
         if held.value.is_none() {
-            held.value = Some(Table::prepare(source, rows_of, &ext_schema()));
+            held.value = Some(Box::new(Table::prepare(source, rows_of, &ext_schema())));
         }
     }
     held
@@ -134,7 +134,9 @@ impl Release for CitusCache {
     }
 }
 
-type Map<V> = RefCell<HashMap<Oid, V>>;
+/// Entries are boxed: taken out and put back on every search (a
+/// partitioned table's on every leaf), they move as a pointer.
+type Map<V> = RefCell<HashMap<Oid, Box<V>>>;
 
 thread_local! {
     /// Backends are single-threaded; the tables live for the session.
@@ -149,7 +151,7 @@ thread_local! {
 pub struct Held<V: Release + 'static> {
     map: &'static LocalKey<Map<V>>,
     key: Oid,
-    pub value: Option<V>,
+    pub value: Option<Box<V>>,
 }
 
 /// Takes `key`'s entry out of `map` for the running search.
@@ -172,7 +174,7 @@ impl<V: Release + 'static> Drop for Held<V> {
                 std::mem::forget(other);
             } else {
                 // SAFETY: the nested search that ran it has ended.
-                unsafe { other.release() }
+                unsafe { (*other).release() }
             }
         }
     }

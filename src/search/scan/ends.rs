@@ -5,6 +5,7 @@
 use pgrx::pg_sys::{self, Datum};
 
 use super::{deform_entry, IndexWalk};
+use crate::datum::text_cmp as compare;
 
 impl IndexWalk<'_> {
     /// The id of the walk's first entry, visible or not, read by the
@@ -27,6 +28,12 @@ impl IndexWalk<'_> {
             let mut nulls = vec![false; natts];
             let id = deform_entry(self.scan, &mut values, &mut nulls).to_vec();
             self.pending = true;
+            if self.open_top && compare(&id, b"8", self.layout.id_collation).is_lt() {
+                // A first page's scan read from the top: nothing is at or
+                // above '8', and this is the newest id below it (what
+                // `above` would find).
+                self.below_eight = Some(Some(id.clone()));
+            }
             Some(id)
         }
     }

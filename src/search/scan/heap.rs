@@ -112,17 +112,38 @@ impl IndexWalk<'_> {
         unsafe {
             let mut free = false;
             let tuple = pg_sys::ExecFetchSlotHeapTuple(self.slot, false, &mut free);
-            match self.output {
-                None => page.add_tuple(tuple, (*self.heap).rd_att),
-                Some((rel, map)) => {
-                    let tuple = if map.is_null() {
-                        tuple
-                    } else {
-                        pg_sys::execute_attr_map_tuple(tuple, map)
-                    };
-                    page.add_tuple(tuple, (*rel).rd_att)
-                }
+            if self.rows_of == (*self.heap).rd_id {
+                page.add_tuple(tuple, (*self.heap).rd_att);
+                return;
             }
+            let (rel, map) = self.output();
+            let tuple = if map.is_null() {
+                tuple
+            } else {
+                pg_sys::execute_attr_map_tuple(tuple, map)
+            };
+            page.add_tuple(tuple, (*rel).rd_att)
+        }
+    }
+
+    /// The rows' type's relation and the conversion to it, opened on the
+    /// first row added (most leaves of a partitioned table add none), in
+    /// the walk's memory (not the entry's, reset after each).
+    ///
+    /// # Safety
+    /// The relations are open (between `begin` and `end`).
+    unsafe fn output(&mut self) -> (pg_sys::Relation, *mut pg_sys::TupleConversionMap) {
+        if let Some(output) = self.output {
+            return output;
+        }
+        // SAFETY: as the caller's; the walk's memory outlives the entry's.
+        unsafe {
+            let old = pg_sys::MemoryContextSwitchTo((*self.entry_cxt).parent);
+            let rel = pg_sys::table_open(self.rows_of, pg_sys::AccessShareLock as i32);
+            let map = pg_sys::convert_tuples_by_name((*self.heap).rd_att, (*rel).rd_att);
+            pg_sys::MemoryContextSwitchTo(old);
+            self.output = Some((rel, map));
+            (rel, map)
         }
     }
 

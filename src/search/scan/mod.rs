@@ -76,7 +76,10 @@ pub struct IndexWalk<'a> {
     /// The rows' type when it is not the relation's own (a Citus shard's
     /// rows are returned as the distributed table's): its descriptor and
     /// the conversion by column name.
+    /// Opened when the first row is added (most leaves of a partitioned
+    /// table add none).
     output: Option<(pg_sys::Relation, *mut pg_sys::TupleConversionMap)>,
+    rows_of: Oid,
     /// Memory of one entry's work (detoasted attributes, the row's copy),
     /// reset after each.
     entry_cxt: pg_sys::MemoryContext,
@@ -140,23 +143,18 @@ impl<'a> IndexWalk<'a> {
                     "run the search again",
                 );
             }
-            let output = (source != rows_of).then(|| {
-                let rel = pg_sys::table_open(rows_of, pg_sys::AccessShareLock as i32);
-                (
-                    rel,
-                    pg_sys::convert_tuples_by_name((*heap).rd_att, (*rel).rd_att),
-                )
-            });
             // Compiled against the table's row type; a shard's column
             // numbers may differ (dropped columns), so it gets its own.
-            let columns = columns.zip(call.columns).map(|(c, d)| match output {
-                None => Cow::Borrowed(c),
-                Some(_) => Cow::Owned(Columns::compile(
-                    d,
-                    (*heap).rd_att,
-                    &cstr_owned(pg_sys::get_rel_name(rows_of)),
-                )),
-            });
+            let columns = columns
+                .zip(call.columns)
+                .map(|(c, d)| match source == rows_of {
+                    true => Cow::Borrowed(c),
+                    false => Cow::Owned(Columns::compile(
+                        d,
+                        (*heap).rd_att,
+                        &cstr_owned(pg_sys::get_rel_name(rows_of)),
+                    )),
+                });
             let scan = crate::compat::index_beginscan(heap, index, pg_sys::GetActiveSnapshot(), 3);
             (*scan).xs_want_itup = true;
             let mut walk = IndexWalk {
@@ -172,7 +170,8 @@ impl<'a> IndexWalk<'a> {
                 layout,
                 filter,
                 columns,
-                output,
+                output: None,
+                rows_of,
                 entry_cxt: pg_sys::AllocSetContextCreateInternal(
                     pg_sys::CurrentMemoryContext,
                     c"alerts_search entry".as_ptr(),
@@ -210,17 +209,25 @@ impl<'a> IndexWalk<'a> {
     }
 
     /// Scan key `n`: index column `column` compared by `strategy` of its
-    /// operator family with `value`, in the column's collation.
+    /// operator family with `value`, in the column's collation. The layout
+    /// holds only indexes whose first two columns are text_ops
+    /// (`Layout::fits`, checked on the open index): text's own comparison
+    /// functions, named without a catalog lookup (two a key otherwise, on
+    /// every leaf of a partitioned table).
     unsafe fn key(&mut self, n: usize, column: i16, strategy: u32, value: Datum) {
+        let proc = match strategy {
+            pg_sys::BTLessStrategyNumber => pg_sys::F_TEXT_LT,
+            pg_sys::BTLessEqualStrategyNumber => pg_sys::F_TEXT_LE,
+            pg_sys::BTEqualStrategyNumber => pg_sys::F_TEXTEQ,
+            pg_sys::BTGreaterEqualStrategyNumber => pg_sys::F_TEXT_GE,
+            pg_sys::BTGreaterStrategyNumber => pg_sys::F_TEXT_GT,
+            _ => unreachable!("btree strategy {strategy}"),
+        };
         // SAFETY: the index's arrays have an entry per key column.
         unsafe {
-            let c = column as usize - 1;
-            let family = *(*self.index).rd_opfamily.add(c);
-            let ty = *(*self.index).rd_opcintype.add(c);
-            let op = pg_sys::get_opfamily_member(family, ty, ty, strategy as i16);
             let key = &mut self.keys[n];
-            pg_sys::ScanKeyInit(key, column, strategy as u16, pg_sys::get_opcode(op), value);
-            key.sk_collation = *(*self.index).rd_indcollation.add(c);
+            pg_sys::ScanKeyInit(key, column, strategy as u16, Oid::from(proc), value);
+            key.sk_collation = *(*self.index).rd_indcollation.add(column as usize - 1);
         }
     }
 
@@ -360,6 +367,11 @@ impl Walk for IndexWalk<'_> {
         // after '8', then the first id below it, which the rare path's
         // `end_id('8', newest)` would otherwise look up with a second scan.
         // A walk below '8' afterwards starts the scan again, bounded.
+        if self.pending && matches!(self.below_eight, Some(Some(_))) {
+            // `first_id` read the window's first entry, below '8': no row
+            // is above it, and the walk goes on from that entry.
+            return;
+        }
         // SAFETY: the scan is open (a first page: its top is open).
         unsafe {
             self.open_top = true;
