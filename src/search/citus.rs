@@ -16,15 +16,14 @@
 //! Whether a table is distributed is read from Citus' catalog once per
 //! relcache epoch (distributing a table invalidates its relcache entry).
 
-use pgrx::pg_sys::{self, Datum, Oid};
-use pgrx::PgSqlErrorCode;
-
-use super::indexes::relcache_epoch;
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 
 use pgrx::pg_sys::panic::CaughtError;
-use pgrx::pg_sys::PgTryBuilder;
+use pgrx::pg_sys::{self, Datum, Oid, PgTryBuilder};
+use pgrx::PgSqlErrorCode;
 
+use super::indexes::relcache_epoch;
 use super::spi::{cstr_owned, execute, execute_nullable, keep, prepare, quoted, rows};
 use super::statements::qualified;
 use crate::datum::error;
@@ -68,7 +67,17 @@ impl Distributed {
 #[derive(Default)]
 pub struct CitusCache {
     known: Option<(u64, Option<Distributed>)>,
+    /// Where each tenant's calls read, in that epoch: the shard's relation
+    /// on this node, or None (route the call). Keyed by the tenant and
+    /// whether Citus sent the call (its internal `application_name`).
+    /// Citus invalidates the distributed table's relcache entry whenever a
+    /// row of `pg_dist_shard` or `pg_dist_placement` of it changes (a shard
+    /// moved, split or dropped), which starts a new epoch.
+    targets: HashMap<(Vec<u8>, bool), Option<Oid>>,
 }
+
+/// Tenants whose targets a table keeps; past it, the map starts again.
+const TARGETS_KEPT: usize = 4096;
 
 impl CitusCache {
     /// Where the call for tenant `org` of table `relid` reads.
@@ -87,13 +96,24 @@ impl CitusCache {
             let Some((_, Some(d))) = &self.known else {
                 return Target::Plain;
             };
-            let tt = execute(d.shard, &[Datum::from(relid), org]);
-            let mut isnull = true;
-            let shard = pg_sys::SPI_getbinval(*(*tt).vals, (*tt).tupdesc, 1, &mut isnull);
-            if isnull {
-                Target::Remote
-            } else {
-                Target::Shard(Oid::from(shard.value() as u32))
+            let key = (crate::datum::varlena_bytes(org).to_vec(), sent_by_citus());
+            let shard = match self.targets.get(&key) {
+                Some(&shard) => shard,
+                None => {
+                    let tt = execute(d.shard, &[Datum::from(relid), org]);
+                    let mut isnull = true;
+                    let d = pg_sys::SPI_getbinval(*(*tt).vals, (*tt).tupdesc, 1, &mut isnull);
+                    let shard = (!isnull).then(|| Oid::from(d.value() as u32));
+                    if self.targets.len() >= TARGETS_KEPT {
+                        self.targets.clear();
+                    }
+                    self.targets.insert(key, shard);
+                    shard
+                }
+            };
+            match shard {
+                Some(oid) => Target::Shard(oid),
+                None => Target::Remote,
             }
         }
     }
@@ -127,6 +147,7 @@ impl CitusCache {
                     (false, _) => None,
                 };
                 self.known = Some((epoch, known));
+                self.targets.clear();
             }
         }
     }
@@ -214,6 +235,20 @@ impl CitusCache {
                 )
             })
             .execute()
+    }
+}
+
+/// Whether Citus sent the running statement (a routed query or a task on
+/// a worker: its connections name themselves so), as the shard statement
+/// asks too.
+fn sent_by_citus() -> bool {
+    // SAFETY: reading a GUC's current value; it is copied at once.
+    unsafe {
+        let name = pg_sys::GetConfigOption(c"application_name".as_ptr(), true, false);
+        !name.is_null()
+            && std::ffi::CStr::from_ptr(name)
+                .to_bytes()
+                .starts_with(b"citus_internal gpid=")
     }
 }
 

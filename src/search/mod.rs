@@ -321,6 +321,17 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
         // A shard is locked here, the table by the caller: the caches below
         // are checked after any DDL that committed before.
         pg_sys::LockRelationOid(source, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        if pg_sys::get_rel_relkind(source) == 0 {
+            // A shard dropped between finding it and locking it (the old
+            // placement of a shard move, cleaned up): the drop started a
+            // new relcache epoch, and the next call looks the shard up
+            // again.
+            error(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "alerts_search: the tenant's shard was dropped while the search began (a shard move)".into(),
+                "run the search again",
+            );
+        }
         let mut held = session::table(source, args.relid, ext_schema);
         {
             let Some(table) = held.value.as_mut() else {

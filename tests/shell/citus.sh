@@ -427,6 +427,29 @@ idx=$(at "$dst" -c "SET citus.override_table_visibility = off" -c "SELECT count(
 differential "after the moves"
 echo "  shard of $moved and another moved $src -> $dst, then rebalanced (job $job): $searches searches all exact, $written writes, bitmaps and indexes intact"
 
+# A session remembers where each tenant's shard is (until Citus' catalog
+# changes): one session on the coordinator and one on the node holding the
+# shard search, the shard moves away and back between their searches, and
+# every page stays exact (read locally, then routed, then local again).
+echo "citus: one session's searches follow its tenant's shard across moves"
+here=$(at "$C" -c "SELECT nodeport FROM pg_dist_shard_placement WHERE shardid = $shard")
+there=$([ "$here" = "$W1" ] && echo "$W2" || echo "$W1")
+# each move is followed by a new row of the tenant (a stale read of the
+# placement left behind would miss it)
+move() { echo "\\! psql -X -q -At -h /tmp -p $C -U postgres -d $db -c \"CALL citus_cleanup_orphaned_resources()\" -c \"SELECT citus_move_shard_placement($shard, '127.0.0.1', $1, '127.0.0.1', $2, shard_transfer_mode := 'force_logical')\" -c \"INSERT INTO alerts (id, organisation_id, created_at, source_id, attribute_values) VALUES (alerts_ulid(), '$moved', now(), 1, '{\\\"env\\\": \\\"staging\\\"}')\" >/dev/null"; }
+for node in "$C" "$here"; do
+  got=$(at "$node" <<SQL
+$check_sql;
+$(move "$here" "$there")
+$check_sql;
+$(move "$there" "$here")
+$check_sql;
+SQL
+)
+  [ "$(echo $got)" = "ok ok ok" ] || fail "a session on node $node across moves of $moved's shard: $(echo $got)"
+done
+echo "  sessions on the coordinator and on node $here: exact before, during and after two moves each"
+
 # What users do with a page: join it with a reference table of sources.
 echo "citus: a page joined with a reference table"
 at "$C" >/dev/null <<'SQL'
