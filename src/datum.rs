@@ -28,15 +28,20 @@ pub fn raise(e: Error) -> ! {
     error(code, e.message, &e.hint)
 }
 
-thread_local! {
-    /// The SQL function being called, so that every ERROR names it.
-    static CALLER: Cell<&'static str> = const { Cell::new("alerts") };
+/// The SQL function being called, so that every ERROR names it (a slot of
+/// the backend's state).
+struct Caller(Cell<&'static str>);
+
+impl Default for Caller {
+    fn default() -> Self {
+        Caller(Cell::new("alerts"))
+    }
 }
 
 /// Records the SQL function now running (first thing in each entry point;
-/// a thread-local store, nothing more).
+/// a store in the backend's state, nothing more).
 pub fn enter(function: &'static str) {
-    CALLER.with(|c| c.set(function));
+    crate::backend::slot::<Caller>().0.set(function);
 }
 
 /// Raises an ERROR with a message and a hint. Never returns. The message is
@@ -45,7 +50,7 @@ pub fn error(code: PgSqlErrorCode, message: String, hint: &str) -> ! {
     let message = if message.starts_with("alerts_") {
         message
     } else {
-        format!("{}: {message}", CALLER.with(Cell::get))
+        format!("{}: {message}", crate::backend::slot::<Caller>().0.get())
     };
     pgrx::pg_sys::panic::ErrorReport::new(code, message, "alerts")
         .set_hint(hint.to_string())

@@ -24,9 +24,10 @@ use crate::datum::{jsonb_value, varlena_bytes, OrRaise};
 /// Filters the session keeps compiled; the map is cleared when full.
 const SESSION_FILTERS: usize = 256;
 
-thread_local! {
-    static SESSION: RefCell<HashMap<Vec<u8>, Filter>> = RefCell::new(HashMap::new());
-}
+/// The session's compiled filters, by their jsonb bytes (a slot of the
+/// backend's state).
+#[derive(Default)]
+struct Filters(RefCell<HashMap<Vec<u8>, Filter>>);
 
 /// The filter of raw jsonb bytes `raw` (datum `d`), from the session's
 /// filters or compiled (and kept).
@@ -34,19 +35,19 @@ thread_local! {
 /// # Safety
 /// `d` is a non-null jsonb datum whose bytes are `raw`.
 unsafe fn session_compiled(raw: &[u8], d: Datum) -> Filter {
-    if let Some(f) = SESSION.with(|s| s.borrow().get(raw).cloned()) {
+    let filters = &crate::backend::slot::<Filters>().0;
+    if let Some(f) = filters.borrow().get(raw).cloned() {
         return f;
     }
     // SAFETY: as the caller's. A filter that does not compile raises here
     // and is not kept.
     let filter = Filter::compile(&unsafe { jsonb_value(d) }).or_raise();
-    SESSION.with(|s| {
-        let mut s = s.borrow_mut();
-        if s.len() >= SESSION_FILTERS {
-            s.clear();
-        }
-        s.insert(raw.to_vec(), filter.clone());
-    });
+    let mut s = filters.borrow_mut();
+    if s.len() >= SESSION_FILTERS {
+        s.clear();
+    }
+    s.insert(raw.to_vec(), filter.clone());
+    drop(s);
     filter
 }
 

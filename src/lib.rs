@@ -7,6 +7,7 @@
 //! can cache its compiled filter in `fn_extra` and read the bitmap without
 //! allocating.
 
+mod backend;
 mod bitmap_fns;
 mod columns;
 mod compat;

@@ -10,23 +10,28 @@ use pgrx::pg_sys::{self, Datum, Oid};
 
 use super::spi::{execute, prepare};
 
-thread_local! {
-    /// Bumped by every relcache invalidation (an index created or dropped,
-    /// a table renamed or altered, sends one for its table) and by every
-    /// change of a schema (renamed: the tables in it change names).
-    static RELCACHE_EPOCH: Cell<u64> = const { Cell::new(0) };
+/// Bumped by every relcache invalidation (an index created or dropped, a
+/// table renamed or altered, sends one for its table) and by every change
+/// of a schema (renamed: the tables in it change names): a slot of the
+/// backend's state.
+#[derive(Default)]
+struct Epoch(Cell<u64>);
+
+fn bump() {
+    let e = &crate::backend::slot::<Epoch>().0;
+    e.set(e.get().wrapping_add(1));
 }
 
 /// Invalidation callback: only bumps a counter (no catalog access is
 /// allowed here).
 #[pg_guard]
 unsafe extern "C-unwind" fn relcache_changed(_arg: Datum, _relid: Oid) {
-    RELCACHE_EPOCH.with(|e| e.set(e.get().wrapping_add(1)));
+    bump();
 }
 
 #[pg_guard]
 unsafe extern "C-unwind" fn namespace_changed(_arg: Datum, _cache: i32, _hash: u32) {
-    RELCACHE_EPOCH.with(|e| e.set(e.get().wrapping_add(1)));
+    bump();
 }
 
 /// Registers the invalidation callbacks, once, when the library is loaded:
@@ -54,7 +59,7 @@ pub unsafe fn register_callbacks() {
 /// describes: the lock accepts the invalidations of DDL that committed
 /// before it, and holds off DDL that would change the relation.
 pub fn relcache_epoch() -> u64 {
-    RELCACHE_EPOCH.with(|e| e.get())
+    crate::backend::slot::<Epoch>().0.get()
 }
 
 /// The indexes of a table that `alerts_search` uses.

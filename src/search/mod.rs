@@ -72,11 +72,14 @@ use spi::cstr_owned;
 crate::finfo_v1!(pg_finfo_alerts_search);
 crate::finfo_v1!(pg_finfo_alerts_search_wire);
 
-thread_local! {
-    /// How many searches are running (nested through a statement): while
-    /// one is, the custom scan is not offered, so that a search's own
-    /// statements keep their plans.
-    static RUNNING: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+/// How many searches are running (nested through a statement): while one
+/// is, the custom scan is not offered, so that a search's own statements
+/// keep their plans. A slot of the backend's state.
+#[derive(Default)]
+struct Running(std::cell::Cell<u32>);
+
+fn running_count() -> &'static std::cell::Cell<u32> {
+    &crate::backend::slot::<Running>().0
 }
 
 /// The page of `args`: its rows (composite datums of the table's row type,
@@ -154,7 +157,7 @@ pub unsafe fn is_distributed(relid: Oid) -> bool {
     // pins on its first statement and restores both at its end.
     unsafe {
         spi::in_search(|| {
-            let mut held = session::take(&session::CITUS, relid);
+            let mut held = session::take(session::citus(), relid);
             held.value
                 .get_or_insert_with(Default::default)
                 .distributed(relid, &extension_schema)
@@ -224,21 +227,22 @@ pub unsafe extern "C-unwind" fn alerts_search_wire(fcinfo: pg_sys::FunctionCallI
 /// `ext_schema` names the extension's schema (read only when statements
 /// are first prepared).
 unsafe fn fill(ext_schema: &dyn Fn() -> String, args: &Args, page: &mut Page) {
-    RUNNING.with(|r| r.set(r.get() + 1));
+    let r = running_count();
+    r.set(r.get() + 1);
     // SAFETY: as fill_running's; the count is restored on error too.
     pgrx::PgTryBuilder::new(std::panic::AssertUnwindSafe(|| unsafe {
         spi::in_search(|| fill_running(ext_schema, args, page))
     }))
-    .finally(|| RUNNING.with(|r| r.set(r.get() - 1)))
+    .finally(|| r.set(r.get() - 1))
     .execute()
 }
 
 /// Whether a search is running in this backend.
 pub fn running() -> bool {
-    RUNNING.with(|r| r.get() > 0)
+    running_count().get() > 0
 }
 
-/// As [`fill`], counted in `RUNNING`.
+/// As [`fill`], counted in [`Running`].
 unsafe fn fill_running(ext_schema: &dyn Fn() -> String, args: &Args, page: &mut Page) {
     // SAFETY: SPI is connected by the first statement (`spi::connect`) and
     // finished by `fill`; the argument datums are live for the call.
@@ -246,7 +250,7 @@ unsafe fn fill_running(ext_schema: &dyn Fn() -> String, args: &Args, page: &mut 
         let relid = args.relid;
         trace::page_starts(trace::Route::Walk);
         let target = {
-            let mut held = session::take(&session::CITUS, relid);
+            let mut held = session::take(session::citus(), relid);
             let cache = held.value.get_or_insert_with(Default::default);
             match cache.target(relid, args.org, ext_schema) {
                 citus::Target::Remote if args.ascending.is_some() => error(

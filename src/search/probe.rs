@@ -14,36 +14,43 @@ use pgrx::pg_sys::{self, Datum};
 
 crate::finfo_v1!(pg_finfo_alerts_search_probe);
 
-thread_local! {
-    /// What the probe saw since [`reset`]: entries, smallest and largest id.
-    static COUNT: Cell<i64> = const { Cell::new(0) };
-    static MIN: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-    static MAX: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+/// What the probe saw since [`reset`]: entries, smallest and largest id
+/// (a slot of the backend's state).
+#[derive(Default)]
+struct Seen {
+    count: Cell<i64>,
+    min: RefCell<Vec<u8>>,
+    max: RefCell<Vec<u8>>,
+}
+
+fn seen() -> &'static Seen {
+    crate::backend::slot()
 }
 
 /// Forgets what the probe saw (before each chunk).
 pub fn reset() {
-    COUNT.with(|c| c.set(0));
-    MIN.with(|m| m.borrow_mut().clear());
-    MAX.with(|m| m.borrow_mut().clear());
+    let s = seen();
+    s.count.set(0);
+    s.min.borrow_mut().clear();
+    s.max.borrow_mut().clear();
 }
 
 /// Entries the probe was called for since [`reset`].
 pub fn entries() -> i64 {
-    COUNT.with(Cell::get)
+    seen().count.get()
 }
 
 /// The smallest id the probe saw, as a `text` datum (empty if none).
 pub fn smallest_id() -> Datum {
-    MIN.with(|m| super::spi::text_of(&m.borrow()))
+    super::spi::text_of(&seen().min.borrow())
 }
 
 /// Milliseconds between the newest and the oldest entry the probe saw, when
 /// both are ULIDs.
 pub fn span_ms() -> Option<u64> {
     let t = |v: &RefCell<Vec<u8>>| alerts_core::keys::time_of_id(&v.borrow());
-    let hi = MAX.with(t)?;
-    let lo = MIN.with(t)?;
+    let hi = t(&seen().max)?;
+    let lo = t(&seen().min)?;
     Some(hi.saturating_sub(lo).max(1))
 }
 
@@ -63,12 +70,13 @@ fn keep_if(cell: &RefCell<Vec<u8>>, id: &[u8], better: impl Fn(&[u8], &[u8]) -> 
 pub unsafe extern "C-unwind" fn alerts_search_probe(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
     crate::datum::enter("alerts_search_probe");
     let arg = |n: usize| unsafe { pgrx::fcinfo::pg_getarg_datum(fcinfo, n) };
-    COUNT.with(|c| c.set(c.get() + 1));
+    let s = seen();
+    s.count.set(s.count.get() + 1);
     if let Some(id) = arg(0) {
         // SAFETY: a non-null text datum.
         let id = unsafe { crate::datum::varlena_bytes(id) };
-        MIN.with(|m| keep_if(m, id, |a, b| a < b));
-        MAX.with(|m| keep_if(m, id, |a, b| a > b));
+        keep_if(&s.min, id, |a, b| a < b);
+        keep_if(&s.max, id, |a, b| a > b);
     }
     let Some(filter) = arg(2) else {
         // SAFETY: returning SQL NULL from a V1 function.

@@ -20,7 +20,6 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::thread::LocalKey;
 
 use pgrx::pg_sys::Oid;
 
@@ -97,7 +96,7 @@ impl Table {
 /// # Safety
 /// Inside a search, both relations valid and locked.
 pub unsafe fn table(source: Oid, rows_of: Oid, ext_schema: &dyn Fn() -> String) -> Held<Table> {
-    let mut held = take(&TABLES, source);
+    let mut held = take(&crate::backend::slot::<Tables>().0, source);
     // SAFETY: as the caller's; a stale entry's plans are not running.
     unsafe {
         if let Some(stale) = held.value.take_if(|t| !t.still_names(source, rows_of)) {
@@ -136,27 +135,34 @@ impl Release for CitusCache {
 
 /// Entries are boxed: taken out and put back on every search (a
 /// partitioned table's on every leaf), they move as a pointer.
-type Map<V> = RefCell<HashMap<Oid, Box<V>>>;
+pub type Map<V> = RefCell<HashMap<Oid, Box<V>>>;
 
-thread_local! {
-    /// Backends are single-threaded; the tables live for the session.
-    /// Keyed by the relation read (the table, or a Citus shard of it).
-    pub static TABLES: Map<Table> = RefCell::new(HashMap::new());
-    /// Whether each searched table is a Citus distributed table.
-    pub static CITUS: Map<CitusCache> = RefCell::new(HashMap::new());
+/// The tables, keyed by the relation read (the table, a Citus shard or a
+/// partition of it): a slot of the backend's state.
+#[derive(Default)]
+struct Tables(Map<Table>);
+
+/// Whether each searched table is a Citus distributed table, and where
+/// its tenants' shards are: a slot of the backend's state.
+#[derive(Default)]
+struct Citus(Map<CitusCache>);
+
+/// The session's Citus entries.
+pub fn citus() -> &'static Map<CitusCache> {
+    &crate::backend::slot::<Citus>().0
 }
 
 /// A relation's entry taken out of its map for one search (None when the
 /// map had none); put back when dropped.
 pub struct Held<V: Release + 'static> {
-    map: &'static LocalKey<Map<V>>,
+    map: &'static Map<V>,
     key: Oid,
     pub value: Option<Box<V>>,
 }
 
 /// Takes `key`'s entry out of `map` for the running search.
-pub fn take<V: Release + 'static>(map: &'static LocalKey<Map<V>>, key: Oid) -> Held<V> {
-    let value = map.with(|m| m.borrow_mut().remove(&key));
+pub fn take<V: Release + 'static>(map: &'static Map<V>, key: Oid) -> Held<V> {
+    let value = map.borrow_mut().remove(&key);
     Held { map, key, value }
 }
 
@@ -165,7 +171,7 @@ impl<V: Release + 'static> Drop for Held<V> {
         let Some(value) = self.value.take() else {
             return;
         };
-        let displaced = self.map.with(|m| m.borrow_mut().insert(self.key, value));
+        let displaced = self.map.borrow_mut().insert(self.key, value);
         if let Some(other) = displaced {
             // A nested search's entry for the same relation. Freeing plans
             // while an error unwinds could raise another: then they stay

@@ -24,10 +24,13 @@ struct Lazy {
     cxt: pg_sys::MemoryContext,
 }
 
-thread_local! {
-    /// One entry per running search, innermost last (a search may run
-    /// inside a statement of another).
-    static LAZY: RefCell<Vec<Lazy>> = const { RefCell::new(Vec::new()) };
+/// One entry per running search, innermost last (a search may run inside
+/// a statement of another): a slot of the backend's state.
+#[derive(Default)]
+struct Searches(RefCell<Vec<Lazy>>);
+
+fn with_searches<R>(f: impl FnOnce(&RefCell<Vec<Lazy>>) -> R) -> R {
+    f(&crate::backend::slot::<Searches>().0)
 }
 
 /// Runs `f` as a search whose statements connect to SPI lazily
@@ -39,7 +42,7 @@ thread_local! {
 /// # Safety
 /// Inside a transaction.
 pub unsafe fn in_search<T>(f: impl FnOnce() -> T) -> T {
-    let depth = LAZY.with(|l| {
+    let depth = with_searches(|l| {
         let mut l = l.borrow_mut();
         // SAFETY: reads the backend's current context.
         l.push(Lazy {
@@ -56,7 +59,7 @@ pub unsafe fn in_search<T>(f: impl FnOnce() -> T) -> T {
     }))
     .finally(|| {
         // Entries above `depth` are inner searches' that ended by an error.
-        let ended = LAZY.with(|l| {
+        let ended = with_searches(|l| {
             let mut l = l.borrow_mut();
             l.truncate(depth + 1);
             l.pop()
@@ -85,7 +88,7 @@ pub unsafe fn in_search<T>(f: impl FnOnce() -> T) -> T {
 /// # Safety
 /// Inside a transaction.
 pub unsafe fn connect() {
-    LAZY.with(|l| {
+    with_searches(|l| {
         let mut l = l.borrow_mut();
         let Some(top) = l.last_mut() else { return };
         if top.guc_level.is_some() {

@@ -6,9 +6,10 @@
 use std::cell::Cell;
 
 /// How one page was answered.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub enum Route {
     /// The walk of the pagination index alone.
+    #[default]
     Walk,
     /// The walk, then the tenant-keys index for the rest of the page.
     WalkThenKeys,
@@ -67,23 +68,28 @@ pub struct Trace {
     pub left_after: Option<(i64, i64)>,
 }
 
-thread_local! {
-    static TRACE: Cell<Trace> = Cell::new(Trace::default());
-    /// The route of the page being answered.
-    static PAGE: Cell<Route> = const { Cell::new(Route::Walk) };
+/// The counters, and the route of the page being answered (a slot of the
+/// backend's state).
+#[derive(Default)]
+struct State {
+    trace: Cell<Trace>,
+    page: Cell<Route>,
+}
+
+fn state() -> &'static State {
+    crate::backend::slot()
 }
 
 fn update(f: impl FnOnce(&mut Trace)) {
-    TRACE.with(|t| {
-        let mut v = t.get();
-        f(&mut v);
-        t.set(v);
-    });
+    let t = &state().trace;
+    let mut v = t.get();
+    f(&mut v);
+    t.set(v);
 }
 
 /// Returns the counters and starts them again.
 pub fn take() -> Trace {
-    TRACE.with(|t| t.replace(Trace::default()))
+    state().trace.replace(Trace::default())
 }
 
 /// Index entries read by a walk.
@@ -101,7 +107,7 @@ pub fn candidate(matched: bool) {
 
 /// A page is being answered, starting with `route`.
 pub fn page_starts(route: Route) {
-    PAGE.with(|p| p.set(route));
+    state().page.set(route);
 }
 
 /// The walk left for a rare path after `hits` matches in `entries` entries.
@@ -112,19 +118,18 @@ pub fn left_walk(hits: i64, entries: i64) {
 /// The rare path that answered the rest of the page: the tenant keys when
 /// `keys`, else GIN (a walk to the end keeps the page's route).
 pub fn rare_path(keys: bool) {
-    PAGE.with(|p| {
-        p.set(match (p.get(), keys) {
-            (Route::RememberedKeys | Route::RememberedGin, true) => Route::RememberedKeys,
-            (Route::RememberedKeys | Route::RememberedGin, false) => Route::RememberedGin,
-            (_, true) => Route::WalkThenKeys,
-            (_, false) => Route::WalkThenGin,
-        })
+    let p = &state().page;
+    p.set(match (p.get(), keys) {
+        (Route::RememberedKeys | Route::RememberedGin, true) => Route::RememberedKeys,
+        (Route::RememberedKeys | Route::RememberedGin, false) => Route::RememberedGin,
+        (_, true) => Route::WalkThenKeys,
+        (_, false) => Route::WalkThenGin,
     });
 }
 
 /// The page is answered: counts its route.
 pub fn page_ends() {
-    let route = PAGE.with(|p| p.get());
+    let route = state().page.get();
     let i = Route::ALL.iter().position(|&r| r == route).unwrap_or(0);
     update(|t| t.pages[i] += 1);
 }

@@ -62,10 +62,9 @@ const SESSION_IMPLIED: usize = 256;
 
 type ImpliedKey = (Vec<i32>, Vec<Option<Vec<u8>>>);
 
-thread_local! {
-    static IMPLIED: std::cell::RefCell<std::collections::HashMap<ImpliedKey, Vec<u8>>> =
-        std::cell::RefCell::new(std::collections::HashMap::new());
-}
+/// The implied filters kept (a slot of the backend's state).
+#[derive(Default)]
+struct Implied(std::cell::RefCell<std::collections::HashMap<ImpliedKey, Vec<u8>>>);
 
 /// The jsonb filter the conditions imply (`implied_filter`), in the current
 /// memory context; None when a condition is NULL (no row matches).
@@ -94,7 +93,8 @@ unsafe fn implied_datum(kinds: &[Kind], values: &[Option<Datum>]) -> Option<Datu
             );
             Datum::from(p)
         };
-        if let Some(d) = IMPLIED.with(|m| m.borrow().get(&key).map(|b| copy(b))) {
+        let implied = &crate::backend::slot::<Implied>().0;
+        if let Some(d) = implied.borrow().get(&key).map(|b| copy(b)) {
             return Some(d);
         }
         let jsons: Vec<Option<serde_json::Value>> =
@@ -113,13 +113,12 @@ unsafe fn implied_datum(kinds: &[Kind], values: &[Option<Datum>]) -> Option<Datu
         }
         let d = jsonb_datum(&implied_filter(&conditions).to_string());
         let bytes = varlena_bytes(d).to_vec();
-        IMPLIED.with(|m| {
-            let mut m = m.borrow_mut();
-            if m.len() >= SESSION_IMPLIED {
-                m.clear();
-            }
-            m.insert(key, bytes);
-        });
+        let mut m = implied.borrow_mut();
+        if m.len() >= SESSION_IMPLIED {
+            m.clear();
+        }
+        m.insert(key, bytes);
+        drop(m);
         Some(d)
     }
 }
