@@ -5,7 +5,9 @@
 use pgrx::pg_sys::{self, AttrNumber, Datum};
 
 use super::IndexWalk;
+use crate::columns::Columns;
 use crate::search::page::Page;
+use crate::search::spi::cstr_owned;
 use crate::search::trace;
 
 /// Deforms the slot's row up to column `upto`; then [`slot_column`] reads
@@ -91,7 +93,31 @@ impl IndexWalk<'_> {
 
     /// The largest column number the column filter reads (0: none).
     pub(super) fn last_column(&self) -> AttrNumber {
-        self.columns.as_ref().map_or(0, |c| c.last)
+        self.columns().map_or(0, |c| c.last)
+    }
+
+    /// The column filter, compiled against this relation's columns (in the
+    /// walk's memory, not the entry's: its values and equality functions
+    /// are palloc'd).
+    fn columns(&self) -> Option<&Columns> {
+        let (compiled, datum) = self.columns?;
+        // SAFETY: the relations are open; the datum is the call's; the
+        // walk's memory outlives the entry's.
+        unsafe {
+            if self.rows_of == (*self.heap).rd_id {
+                return Some(compiled);
+            }
+            Some(self.own_columns.get_or_init(|| {
+                let old = pg_sys::MemoryContextSwitchTo((*self.entry_cxt).parent);
+                let own = Columns::compile(
+                    datum,
+                    (*self.heap).rd_att,
+                    &cstr_owned(pg_sys::get_rel_name(self.rows_of)),
+                );
+                pg_sys::MemoryContextSwitchTo(old);
+                own
+            }))
+        }
     }
 
     /// Whether the slot's row passes the column filter.
@@ -101,8 +127,7 @@ impl IndexWalk<'_> {
     pub(super) unsafe fn columns_match(&self) -> bool {
         let slot = self.slot;
         // SAFETY: as the caller's.
-        self.columns
-            .as_ref()
+        self.columns()
             .is_none_or(|c| unsafe { c.matches(|attno| slot_column(slot, attno)) })
     }
 

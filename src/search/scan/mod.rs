@@ -26,7 +26,7 @@ mod ends;
 mod heap;
 mod keys;
 
-use std::borrow::Cow;
+use std::cell::OnceCell;
 
 use alerts_core::Filter;
 use pgrx::pg_sys::{self, Datum, Oid};
@@ -71,8 +71,13 @@ pub struct IndexWalk<'a> {
     direction: pg_sys::ScanDirection::Type,
     layout: Layout,
     filter: &'a Filter,
-    /// The column filter, compiled against this relation's columns.
-    columns: Option<Cow<'a, Columns>>,
+    /// The column filter, compiled against the rows' type, and its datum.
+    columns: Option<(&'a Columns, Datum)>,
+    /// The column filter compiled against this relation's own columns, when
+    /// it is not the rows' type (a shard's or a leaf's column numbers may
+    /// differ): made on the first candidate checked (most leaves of a
+    /// partitioned table check none).
+    own_columns: OnceCell<Columns>,
     /// The rows' type when it is not the relation's own (a Citus shard's
     /// rows are returned as the distributed table's): its descriptor and
     /// the conversion by column name.
@@ -143,18 +148,6 @@ impl<'a> IndexWalk<'a> {
                     "run the search again",
                 );
             }
-            // Compiled against the table's row type; a shard's column
-            // numbers may differ (dropped columns), so it gets its own.
-            let columns = columns
-                .zip(call.columns)
-                .map(|(c, d)| match source == rows_of {
-                    true => Cow::Borrowed(c),
-                    false => Cow::Owned(Columns::compile(
-                        d,
-                        (*heap).rd_att,
-                        &cstr_owned(pg_sys::get_rel_name(rows_of)),
-                    )),
-                });
             let scan = crate::compat::index_beginscan(heap, index, pg_sys::GetActiveSnapshot(), 3);
             (*scan).xs_want_itup = true;
             let mut walk = IndexWalk {
@@ -169,7 +162,8 @@ impl<'a> IndexWalk<'a> {
                 },
                 layout,
                 filter,
-                columns,
+                columns: columns.zip(call.columns),
+                own_columns: OnceCell::new(),
                 output: None,
                 rows_of,
                 entry_cxt: pg_sys::AllocSetContextCreateInternal(
