@@ -263,3 +263,18 @@ pub fn jsonb_datum(text: &str) -> Datum {
             .expect("jsonb")
     }
 }
+
+/// Declares `pg_finfo_<name>`, the record Postgres looks up to learn that the
+/// C function `<name>` uses the version-1 calling convention. Takes the finfo
+/// symbol itself because `macro_rules!` cannot paste identifiers.
+#[macro_export]
+macro_rules! finfo_v1 {
+    ($($finfo:ident),* $(,)?) => {$(
+        #[unsafe(no_mangle)]
+        #[doc(hidden)]
+        pub extern "C" fn $finfo() -> &'static ::pgrx::pg_sys::Pg_finfo_record {
+            const V1: ::pgrx::pg_sys::Pg_finfo_record = ::pgrx::pg_sys::Pg_finfo_record { api_version: 1 };
+            &V1
+        }
+    )*};
+}

@@ -50,7 +50,7 @@ unsafe extern "C-unwind" fn hook(
         if let Some(previous) = PREVIOUS {
             previous(root, rel, rti, rte);
         }
-        if crate::CUSTOM_SCAN.get() && !crate::search::running() {
+        if crate::settings::CUSTOM_SCAN.get() && !crate::search::running() {
             offer(root, rel, rti, rte);
         }
     }

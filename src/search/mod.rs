@@ -348,7 +348,8 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
             let call = args.call(&indexes);
             // The direct scan where it reads what the statements would;
             // roles and policies are checked on every call.
-            let direct_read = || crate::SEARCH_DIRECT_SCAN.get() && layout::plain_read(args.relid);
+            let direct_read =
+                || crate::settings::SEARCH_DIRECT_SCAN.get() && layout::plain_read(args.relid);
             let direct = indexes
                 .direct
                 .filter(|_| direct_read() && (source == args.relid || layout::plain_read(source)));

@@ -33,7 +33,7 @@ impl Routes {
     /// # Safety
     /// `org`, `filter` and `columns` must be live varlena datums.
     pub unsafe fn key(org: Datum, filter: Datum, columns: Option<Datum>) -> Option<Key> {
-        crate::SEARCH_SHORTCUTS.get().then(|| {
+        crate::settings::SEARCH_SHORTCUTS.get().then(|| {
             // SAFETY: as the caller's.
             unsafe {
                 (
