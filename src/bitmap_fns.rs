@@ -9,7 +9,7 @@ use pgrx::pg_sys::{self, Datum};
 use crate::datum::{arg, bitmap_arg, bitmap_datum, bitmap_datum_bits, error, jsonb_value, OrRaise};
 use crate::filter_cache::compiled;
 
-crate::finfo_v1!(
+crate::datum::finfo_v1!(
     pg_finfo_alerts_bloom,
     pg_finfo_alerts_bloom_bits,
     pg_finfo_alerts_mask_bits,

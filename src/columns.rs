@@ -16,7 +16,7 @@ use pgrx::PgSqlErrorCode;
 
 use crate::datum::{arg, cstr_owned, error, jsonb_value, varlena_bytes, OrRaise};
 
-crate::finfo_v1!(pg_finfo_alerts_columns_match);
+crate::datum::finfo_v1!(pg_finfo_alerts_columns_match);
 
 /// One column's test.
 #[derive(Clone)]

@@ -267,7 +267,6 @@ pub fn jsonb_datum(text: &str) -> Datum {
 /// Declares `pg_finfo_<name>`, the record Postgres looks up to learn that the
 /// C function `<name>` uses the version-1 calling convention. Takes the finfo
 /// symbol itself because `macro_rules!` cannot paste identifiers.
-#[macro_export]
 macro_rules! finfo_v1 {
     ($($finfo:ident),* $(,)?) => {$(
         #[unsafe(no_mangle)]
@@ -278,3 +277,4 @@ macro_rules! finfo_v1 {
         }
     )*};
 }
+pub(crate) use finfo_v1;

@@ -13,7 +13,7 @@ use pgrx::pg_sys::{self, Datum};
 
 use crate::datum::{arg, varlena_bytes};
 
-crate::finfo_v1!(pg_finfo_alerts_keys);
+crate::datum::finfo_v1!(pg_finfo_alerts_keys);
 
 /// # Safety
 /// Called by Postgres through the V1 convention, declared STRICT.

@@ -12,7 +12,7 @@
 use pgrx::pg_guard;
 use pgrx::pg_sys::{self, Datum};
 
-crate::finfo_v1!(pg_finfo_alerts_match_support);
+crate::datum::finfo_v1!(pg_finfo_alerts_match_support);
 
 /// Selectivity reported for `alerts_bloom_match` and `alerts_attrs_match`.
 fn selectivity_of(funcname: &str) -> Option<f64> {

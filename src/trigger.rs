@@ -13,7 +13,7 @@ use pgrx::PgSqlErrorCode;
 
 use crate::datum::{bitmap_datum_bits, error};
 
-crate::finfo_v1!(pg_finfo_alerts_bloom_trigger);
+crate::datum::finfo_v1!(pg_finfo_alerts_bloom_trigger);
 
 const DEFAULT_ATTRS: &str = "attribute_values";
 const DEFAULT_BITMAP: &str = "attribute_values_bitmap";

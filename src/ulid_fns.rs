@@ -8,7 +8,7 @@ use pgrx::PgSqlErrorCode;
 
 use crate::datum::{arg, error, text_datum, varlena_bytes, OrRaise};
 
-crate::finfo_v1!(
+crate::datum::finfo_v1!(
     pg_finfo_alerts_ulid_floor,
     pg_finfo_alerts_ulid_time,
     pg_finfo_alerts_ulid

@@ -69,8 +69,8 @@ pub use indexes::register_callbacks;
 use page::Page;
 use spi::cstr_owned;
 
-crate::finfo_v1!(pg_finfo_alerts_search);
-crate::finfo_v1!(pg_finfo_alerts_search_wire);
+crate::datum::finfo_v1!(pg_finfo_alerts_search);
+crate::datum::finfo_v1!(pg_finfo_alerts_search_wire);
 
 /// How many searches are running (nested through a statement): while one
 /// is, the custom scan is not offered, so that a search's own statements

@@ -12,7 +12,7 @@ use std::cell::{Cell, RefCell};
 use pgrx::pg_guard;
 use pgrx::pg_sys::{self, Datum};
 
-crate::finfo_v1!(pg_finfo_alerts_search_probe);
+crate::datum::finfo_v1!(pg_finfo_alerts_search_probe);
 
 /// What the probe saw since [`reset`]: entries, smallest and largest id
 /// (a slot of the backend's state).
