@@ -96,11 +96,12 @@ impl CitusCache {
             let Some((_, Some(d))) = &self.known else {
                 return Target::Plain;
             };
-            let key = (crate::datum::varlena_bytes(org).to_vec(), sent_by_citus());
+            let sent = sent_by_citus();
+            let key = (crate::datum::varlena_bytes(org).to_vec(), sent);
             let shard = match self.targets.get(&key) {
                 Some(&shard) => shard,
                 None => {
-                    let tt = execute(d.shard, &[Datum::from(relid), org]);
+                    let tt = execute(d.shard, &[Datum::from(relid), org, Datum::from(sent)]);
                     let mut isnull = true;
                     let d = pg_sys::SPI_getbinval(*(*tt).vals, (*tt).tupdesc, 1, &mut isnull);
                     let shard = (!isnull).then(|| Oid::from(d.value() as u32));
@@ -239,8 +240,8 @@ impl CitusCache {
 }
 
 /// Whether Citus sent the running statement (a routed query or a task on
-/// a worker: its connections name themselves so), as the shard statement
-/// asks too.
+/// a worker: its connections name themselves so): the shard statement's
+/// `$3`, and part of the key its answer is kept by.
 fn sent_by_citus() -> bool {
     // SAFETY: reading a GUC's current value; it is copied at once.
     unsafe {
@@ -354,19 +355,20 @@ unsafe fn statements(relid: Oid, ext_schema: &str) -> Distributed {
         let s = quoted(ext_schema);
         let d = Distributed {
             // The shard's relation when this node holds a placement of it,
-            // or when Citus itself sent the call here (a routed statement
-            // reads the placement Citus chose for it: during a shard move
-            // that can be the old one, which stays until Citus drops it,
-            // and the page must come from the same placement; routing on
-            // from there would be a distributed query inside a shard query).
+            // or when Citus itself sent the call here (`$3`, from
+            // `sent_by_citus`): a routed statement reads the placement
+            // Citus chose for it (during a shard move that can be the old
+            // one, which stays until Citus drops it, and the page must
+            // come from the same placement; routing on from there would be
+            // a distributed query inside a shard query).
             shard: prepare(
                 "SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p
                                           WHERE p.shardid = s.id
                                             AND p.groupid = (SELECT groupid FROM pg_catalog.pg_dist_local_group))
-                                  OR pg_catalog.current_setting('application_name') LIKE 'citus\\_internal gpid=%'
+                                  OR $3
                         THEN pg_catalog.to_regclass(pg_catalog.shard_name($1, s.id, false))::pg_catalog.oid END
                  FROM (SELECT pg_catalog.get_shard_id_for_distribution_column($1, $2) AS id) s",
-                &[pg_sys::REGCLASSOID, pg_sys::TEXTOID],
+                &[pg_sys::REGCLASSOID, pg_sys::TEXTOID, pg_sys::BOOLOID],
             ),
             // A router query Citus plans on its fast path (one table, the
             // tenant's equality): sent whole to the node of the tenant's

@@ -78,13 +78,13 @@ pub struct IndexWalk<'a> {
     /// differ): made on the first candidate checked (most leaves of a
     /// partitioned table check none).
     own_columns: OnceCell<Columns>,
-    /// The rows' type when it is not the relation's own (a Citus shard's
-    /// rows are returned as the distributed table's): its descriptor and
-    /// the conversion by column name.
-    /// Opened when the first row is added (most leaves of a partitioned
-    /// table add none).
-    output: Option<(pg_sys::Relation, *mut pg_sys::TupleConversionMap)>,
+    /// The table whose rows are returned: the relation itself, or the
+    /// table it is a Citus shard or a partition of.
     rows_of: Oid,
+    /// When `rows_of` is another relation: it, opened, and the conversion
+    /// to its columns by name; opened when the first row is added (most
+    /// leaves of a partitioned table add none).
+    output: Option<(pg_sys::Relation, *mut pg_sys::TupleConversionMap)>,
     /// Memory of one entry's work (detoasted attributes, the row's copy),
     /// reset after each.
     entry_cxt: pg_sys::MemoryContext,
