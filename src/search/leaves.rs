@@ -103,7 +103,13 @@ unsafe fn in_order<'a>(mut leaves: Vec<Leaf<'a>>, args: &'a Args<'a>, page: &mut
 
 /// Leaves whose ids may overlap: opened, each one's newest id in the
 /// window read, and walked in that order, each for as many rows as the
-/// page still needs below its newest id; the rows merged newest first.
+/// page still needs; the rows merged newest first.
+///
+/// A leaf's rows above the next leaf's newest id beat every row still to
+/// be read: while no rows wait for a merge, they go straight into the
+/// page, and only the rest are kept aside. Leaves that do not overlap (a
+/// table partitioned by `created_at` whose ids follow it) are read as
+/// [`in_order`] reads them, with no row copied twice.
 ///
 /// # Safety
 /// As [`fill`].
@@ -130,31 +136,46 @@ unsafe fn merged<'a>(mut leaves: Vec<Leaf<'a>>, args: &'a Args<'a>, parent: Oid,
         });
         leaves.sort_by(|a, b| text_cmp(&b.newest, &a.newest, collation));
         let id_column = pg_sys::get_attnum(parent, c"id".as_ptr());
-        let size = page.size();
-        // Rows found so far, newest first, with their ids.
-        let mut found: Vec<(Vec<u8>, Datum)> = Vec::new();
-        for leaf in leaves.iter_mut() {
-            // rows found above the leaf's newest id: better than any of its
-            let above = found
+        // Rows found but not yet in the page, newest first, with their ids.
+        let mut waiting: Vec<(Vec<u8>, Datum)> = Vec::new();
+        for i in 0..leaves.len() {
+            // waiting rows above the leaf's newest id beat all of its rows
+            let newest = std::mem::take(&mut leaves[i].newest);
+            let beat = waiting
                 .iter()
-                .take_while(|(id, _)| text_cmp(id, &leaf.newest, collation).is_gt())
-                .count() as i64;
-            if above >= size {
+                .take_while(|(id, _)| text_cmp(id, &newest, collation).is_gt())
+                .count();
+            for (_, row) in waiting.drain(..beat) {
+                page.add_row(row);
+            }
+            if page.is_full() {
                 break;
             }
-            let mut rows = Page::rows(size - above, args.rowtype);
+            let next = leaves.get(i + 1).map(|l| l.newest.clone());
+            let leaf = &mut leaves[i];
             let mut walk = leaf.walk.take().expect("begun above");
-            walk_into(leaf, &mut walk, &mut rows);
-            leaf.walk = Some(walk);
-            for row in rows.into_rows() {
-                found.push((id_of(row, id_column), row));
+            if waiting.is_empty() {
+                if let Some(next) = next {
+                    page.divert(next, id_column, collation);
+                }
+                walk_into(leaf, &mut walk, page);
+                waiting = page.take_aside();
+            } else {
+                let mut rows = Page::rows(page.want, args.rowtype);
+                walk_into(leaf, &mut walk, &mut rows);
+                for row in rows.into_rows() {
+                    waiting.push((id_of(row, id_column), row));
+                }
+                // stable: a leaf's rows of one id keep their order
+                waiting.sort_by(|a, b| text_cmp(&b.0, &a.0, collation));
+                waiting.truncate(page.want.max(0) as usize);
             }
-            // stable: a leaf's rows of one id keep their order
-            found.sort_by(|a, b| text_cmp(&b.0, &a.0, collation));
-            found.truncate(size as usize);
+            leaf.walk = Some(walk);
         }
-        for (_, row) in found {
-            page.add_row(row);
+        for (_, row) in waiting {
+            if !page.add_row(row) {
+                break;
+            }
         }
         for walk in leaves.into_iter().filter_map(|l| l.walk) {
             walk.end();

@@ -6,7 +6,7 @@ use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::PgSqlErrorCode;
 
 use super::spi::{cstr_owned, rows};
-use crate::datum::error;
+use crate::datum::{error, text_cmp, varlena_bytes};
 
 /// Where a page's rows go: the tuplestore `alerts_search` returns, or the
 /// rows `alerts_search_wire` sends (values copied out of SPI's memory).
@@ -16,10 +16,23 @@ enum Sink {
     Rows(Vec<Datum>, pg_sys::MemoryContext),
 }
 
+/// Rows kept out of the page for a merge: every row from the first one
+/// at or below `bound` on (a walk adds rows newest first), with its id.
+struct Aside {
+    bound: Vec<u8>,
+    /// The `id` column's number in the row type, and its collation.
+    column: i16,
+    collation: Oid,
+    rows: Vec<(Vec<u8>, Datum)>,
+    /// The memory they are kept in (the caller of `divert`'s).
+    cxt: pg_sys::MemoryContext,
+}
+
 /// The page being built, in the table's row type, and how many rows it
 /// still needs.
 pub struct Page {
     sink: Sink,
+    aside: Option<Aside>,
     /// The table's row type: every row stored is of it.
     rowtype: Oid,
     /// Rows asked for.
@@ -34,6 +47,7 @@ impl Page {
     pub fn store(store: *mut pg_sys::Tuplestorestate, size: i64, rowtype: Oid) -> Page {
         Page {
             sink: Sink::Store(store),
+            aside: None,
             rowtype,
             size,
             want: size,
@@ -47,6 +61,7 @@ impl Page {
         Page {
             // SAFETY: reads the backend's current context.
             sink: Sink::Rows(Vec::new(), unsafe { pg_sys::CurrentMemoryContext }),
+            aside: None,
             rowtype,
             size,
             want: size,
@@ -69,6 +84,17 @@ impl Page {
     unsafe fn push(&mut self, d: Datum) {
         // SAFETY: as the caller's.
         unsafe {
+            if self.aside.is_some() {
+                let mut isnull = false;
+                let column = self.aside.as_ref().map_or(0, |a| a.column);
+                let id = pg_sys::GetAttributeByNum(d.cast_mut_ptr(), column, &mut isnull);
+                let id = if isnull { &[][..] } else { varlena_bytes(id) };
+                if self.set_aside(id, || {
+                    pg_sys::pg_detoast_datum_copy(d.cast_mut_ptr()).into()
+                }) {
+                    return;
+                }
+            }
             match &mut self.sink {
                 Sink::Store(store) => {
                     let td = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as pg_sys::HeapTupleHeader;
@@ -228,6 +254,14 @@ impl Page {
             } else {
                 tuple
             };
+            if let Some(a) = &self.aside {
+                let mut isnull = false;
+                let id = pg_sys::heap_getattr(tuple, a.column as i32, desc, &mut isnull);
+                let id = if isnull { &[][..] } else { varlena_bytes(id) };
+                if self.set_aside(id, || pg_sys::heap_copy_tuple_as_datum(tuple, desc)) {
+                    return;
+                }
+            }
             if let Sink::Rows(rows, cxt) = &mut self.sink {
                 let old = pg_sys::MemoryContextSwitchTo(*cxt);
                 rows.push(pg_sys::heap_copy_tuple_as_datum(tuple, desc));
@@ -237,6 +271,51 @@ impl Page {
             }
             self.push(pg_sys::heap_copy_tuple_as_datum(tuple, desc))
         }
+    }
+
+    /// From now on, rows at or below id `bound` (in `collation`; `column`
+    /// is the `id` column's number), and every row after the first of
+    /// them, are kept aside instead of stored, for [`Page::take_aside`];
+    /// they count as found. Rows above it go to the page as before.
+    pub fn divert(&mut self, bound: Vec<u8>, column: i16, collation: Oid) {
+        self.aside = Some(Aside {
+            bound,
+            column,
+            collation,
+            rows: Vec::new(),
+            // SAFETY: reads the backend's current context.
+            cxt: unsafe { pg_sys::CurrentMemoryContext },
+        });
+    }
+
+    /// The rows kept aside since [`Page::divert`], newest first, with
+    /// their ids; the page wants them again, and keeps every row again.
+    pub fn take_aside(&mut self) -> Vec<(Vec<u8>, Datum)> {
+        let rows = self.aside.take().map(|a| a.rows).unwrap_or_default();
+        self.want += rows.len() as i64;
+        rows
+    }
+
+    /// Keeps the row of id `id` aside when it is due (see
+    /// [`Page::divert`]), copied by `copy` into the aside's memory; false
+    /// when it goes to the page.
+    fn set_aside(&mut self, id: &[u8], copy: impl FnOnce() -> Datum) -> bool {
+        let Some(a) = &mut self.aside else {
+            return false;
+        };
+        if a.rows.is_empty() && text_cmp(id, &a.bound, a.collation).is_gt() {
+            return false;
+        }
+        // SAFETY: the aside's memory is its creator's, live for the call.
+        let row = unsafe {
+            let old = pg_sys::MemoryContextSwitchTo(a.cxt);
+            let row = copy();
+            pg_sys::MemoryContextSwitchTo(old);
+            row
+        };
+        a.rows.push((id.to_vec(), row));
+        self.want -= 1;
+        true
     }
 
     /// Appends one row another node sent (see `wire::decode`); false once
