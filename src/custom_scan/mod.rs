@@ -6,6 +6,7 @@
 //! - `path.rs`: the planner hook offering the path, its cost, and the plan
 //!   (with their method tables);
 //! - `quals.rs`: which quals of the scan a search can use;
+//! - `table.rs`: what the planner learns of the scanned table;
 //! - `shape.rs`: what a plan carries, shared by the planner and the executor;
 //! - `exec/`: the executor node, returning the search's pages row by row,
 //!   and EXPLAIN (with its method table);
@@ -19,6 +20,7 @@ mod exec;
 mod path;
 mod quals;
 mod shape;
+mod table;
 
 /// Installs the planner hook and registers the plan's methods by name.
 ///

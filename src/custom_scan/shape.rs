@@ -29,6 +29,11 @@ pub struct Shape {
     pub upper_inclusive: usize,
     /// The query wants the rows oldest first (`ORDER BY id ASC`).
     pub ascending: bool,
+    /// The table is a child its parent's plan reads beside its siblings in
+    /// a merge (`search::merges_children`): the merge reads the first row
+    /// of every child, and most give no more, so the first page is of one
+    /// row.
+    pub merged: bool,
 }
 
 impl Shape {
@@ -45,6 +50,7 @@ impl Shape {
         v.extend(self.columns.iter().flat_map(|&(a, l)| [a as i32, l as i32]));
         v.push(self.upper_inclusive as i32);
         v.push(self.ascending as i32);
+        v.push(self.merged as i32);
         v
     }
 
@@ -64,6 +70,7 @@ impl Shape {
                 .collect(),
             upper_inclusive: rest[5 + 2 * rest[4] as usize] as usize,
             ascending: rest[6 + 2 * rest[4] as usize] != 0,
+            merged: rest[7 + 2 * rest[4] as usize] != 0,
         }
     }
 }

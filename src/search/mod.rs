@@ -67,6 +67,7 @@ use args::{checked_args, function_schema, same_columns_as_planned};
 pub use call::Ascending;
 pub use indexes::register_callbacks;
 use page::Page;
+pub use partitions::merges_children;
 use spi::cstr_owned;
 
 crate::datum::finfo_v1!(pg_finfo_alerts_search);
@@ -108,12 +109,9 @@ pub unsafe fn rows_with_id(relid: Oid, rowtype: Oid, org: Datum, id: Datum) -> V
     unsafe {
         let mut page = Page::rows(i64::MAX, rowtype); // in the caller's memory
         spi::in_search(|| {
-            let sql = format!(
-                "SELECT r FROM ONLY {} r WHERE organisation_id = $1 AND id = $2",
-                statements::qualified(relid)
-            );
-            let plan = spi::prepare(&sql, &[pg_sys::TEXTOID, pg_sys::TEXTOID]);
-            page.add(spi::execute(plan, &[org, id]));
+            let mut table = session::table(relid, relid, &extension_schema);
+            let statements = &mut table.value.as_mut().expect("prepared").statements;
+            page.add(spi::execute(statements.with_id(), &[org, id]));
         });
         page.into_rows()
     }

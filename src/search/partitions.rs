@@ -169,7 +169,7 @@ unsafe fn in_window(
         if bounds.is_null() {
             return None;
         }
-        let (column, class, collation) = key_of((*rel).rd_id)?;
+        let (_, column, class, collation) = key_of((*rel).rd_id)?;
         let named = |name: &std::ffi::CStr| pg_sys::get_attnum((*rel).rd_id, name.as_ptr());
         let mut meets = vec![false; usize::try_from((*desc).nparts).unwrap_or(0)];
         // 'h', 'l' or 'r': a `char` before PostgreSQL 16, an enum of the
@@ -234,12 +234,26 @@ unsafe fn in_window(
     }
 }
 
-/// The column, operator class and collation of a table partitioned on one
+/// Whether the planner reads `parent`'s children newest first by merging
+/// their rows (a Merge Append): it is not partitioned by range on `id`,
+/// whose partitions it reads one after another (an ordered Append).
+///
+/// # Safety
+/// In a transaction; `parent` is locked.
+pub unsafe fn merges_children(parent: Oid) -> bool {
+    // SAFETY: catalog reads of a locked relation.
+    unsafe {
+        let id = pg_sys::get_attnum(parent, c"id".as_ptr());
+        !matches!(key_of(parent), Some((b'r', column, _, _)) if column == id)
+    }
+}
+
+/// The strategy, column, operator class and collation of a table partitioned on one
 /// column, from `pg_partitioned_table`; None for any other key.
 ///
 /// # Safety
 /// In a transaction; `relid` is a partitioned table.
-unsafe fn key_of(relid: Oid) -> Option<(i16, Oid, Oid)> {
+unsafe fn key_of(relid: Oid) -> Option<(u8, i16, Oid, Oid)> {
     // SAFETY: the syscache tuple is read while held and released here;
     // int2vector and oidvector columns are stored plain (never toasted).
     unsafe {
@@ -248,8 +262,9 @@ unsafe fn key_of(relid: Oid) -> Option<(i16, Oid, Oid)> {
         if tuple.is_null() {
             return None;
         }
-        // pg_partitioned_table's columns 3, 5, 6, 7: partnatts, partattrs,
-        // partclass, partcollation (the same in 15 to 18).
+        // pg_partitioned_table's columns 2, 3, 5, 6, 7: partstrat,
+        // partnatts, partattrs, partclass, partcollation (the same in 15
+        // to 18).
         let column = |n: i16| {
             let mut isnull = false;
             let d = pg_sys::SysCacheGetAttr(cache, tuple, n, &mut isnull);
@@ -268,7 +283,8 @@ unsafe fn key_of(relid: Oid) -> Option<(i16, Oid, Oid)> {
             let collation = (*column(7)?.cast_mut_ptr::<pg_sys::oidvector>())
                 .values
                 .as_slice(1)[0];
-            (attr > 0).then_some((attr, class, collation))
+            let strategy = column(2)?.value() as u8;
+            (attr > 0).then_some((strategy, attr, class, collation))
         })();
         pg_sys::ReleaseSysCache(tuple);
         key

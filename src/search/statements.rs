@@ -53,6 +53,9 @@ pub struct Statements {
     pub indexes: IndexCache,
     /// Tenant-key statements by the filter's number of keys.
     keys: HashMap<usize, pg_sys::SPIPlanPtr>,
+    /// Every row of a tenant `$1` whose id is `$2`, unfiltered (prepared
+    /// on first use: see [`Statements::with_id`]).
+    with_id: Option<pg_sys::SPIPlanPtr>,
     table: String,
     schema: String,
     /// The row returned, from alias `a` of the table read.
@@ -222,6 +225,7 @@ impl Statements {
                 oldest,
                 indexes,
                 keys: HashMap::new(),
+                with_id: None,
                 table: t,
                 schema: s,
                 row,
@@ -273,6 +277,34 @@ impl Statements {
         plan
     }
 
+    /// Every row of tenant `$1` whose id is `$2`, of this table alone (not
+    /// its children), unfiltered: where a custom scan's page ends among
+    /// rows sharing its last id, it reads them all with this. Prepared on
+    /// the first page that does (only tables whose ids may repeat have
+    /// them), and kept.
+    ///
+    /// # Safety
+    /// SPI must be connected.
+    pub unsafe fn with_id(&mut self) -> pg_sys::SPIPlanPtr {
+        if let Some(p) = self.with_id {
+            return p;
+        }
+        let (t, row) = (&self.table, &self.row);
+        // SAFETY: SPI is connected by the caller; prepared just now.
+        let plan = unsafe {
+            let plan = prepare(
+                &format!(
+                    "SELECT {row} AS r FROM ONLY {t} a WHERE a.organisation_id = $1 AND a.id = $2"
+                ),
+                &[TEXT, TEXT],
+            );
+            keep(&[plan]);
+            plan
+        };
+        self.with_id = Some(plan);
+        plan
+    }
+
     /// The statements prepared with the table's (the tenant-key ones are
     /// prepared per number of keys, later).
     fn fixed_plans(&self) -> [pg_sys::SPIPlanPtr; 9] {
@@ -295,7 +327,8 @@ impl Statements {
     /// None of them is running.
     pub unsafe fn free(self) {
         let plans = self.fixed_plans();
-        for plan in plans.into_iter().chain(self.keys.into_values()) {
+        let later = self.keys.into_values().chain(self.with_id);
+        for plan in plans.into_iter().chain(later) {
             // SAFETY: as the caller's; each plan is kept and freed once.
             unsafe { pg_sys::SPI_freeplan(plan) };
         }

@@ -32,11 +32,14 @@ pub unsafe fn properties(
             c"Route",
             "chosen per page from the filter: walk of the pagination index, then tenant keys or GIN when rare",
         );
-        let first = if shape.count {
+        let mut first = if shape.count {
             "LIMIT + OFFSET rows".to_string()
         } else {
             "50 rows".to_string()
         };
+        if shape.merged {
+            first = format!("1 row (a partition read in a merge), then {first}");
+        }
         text(c"First Page", &first);
         if shape.ascending {
             text(c"Order", "oldest first (id ascending)");

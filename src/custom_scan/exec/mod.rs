@@ -85,6 +85,8 @@ pub struct Run {
     /// No lower bound was given: the ids below the ULID range are read last.
     below_too: bool,
     size: i64,
+    /// The rows a page is meant to hold (LIMIT + OFFSET, or 50).
+    wanted: i64,
     ready: VecDeque<Datum>,
     /// The id whose rows are read whole before the next page.
     tie: Option<Vec<u8>>,
@@ -167,6 +169,7 @@ unsafe extern "C-unwind" fn begin(
             upper: None,
             below_too: false,
             size: DEFAULT_PAGE,
+            wanted: DEFAULT_PAGE,
             ready: VecDeque::new(),
             tie: None,
             trace: Trace::default(),
@@ -360,7 +363,7 @@ impl Run {
                 self.first_page = self.size;
             }
             let full = rows.len() as i64 >= self.size;
-            self.size = (self.size * 2).min(MAX_PAGE);
+            self.size = (self.size * 2).max(self.wanted).min(MAX_PAGE);
             if !full {
                 self.ready.extend(rows);
                 self.end_of_window();

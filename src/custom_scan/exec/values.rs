@@ -244,7 +244,13 @@ impl Run {
             let count = count.map(|v| v[0].value() as i64);
             let offset = offset.map_or(0, |v| (v[0].value() as i64).max(0));
             let wanted = count.map_or(DEFAULT_PAGE, |c| c.max(0).saturating_add(offset));
-            self.size = wanted.clamp(1, MAX_PAGE) + (!self.shape.ids_unique) as i64;
+            let tie = (!self.shape.ids_unique) as i64;
+            self.wanted = wanted.clamp(1, MAX_PAGE) + tie;
+            self.size = if self.shape.merged {
+                1 + tie
+            } else {
+                self.wanted
+            };
             self.phase = Phase::Window;
             true
         }
