@@ -375,6 +375,21 @@ END $$;
 SELECT f, lim, odd_pages(f::jsonb, lim)
 FROM unnest(ARRAY['{"env": "prod"}', '{"team": "T0"}', '{"team": "T0", "env": "prod"}', '{}']) f, unnest(ARRAY[3, 50, 100000]) lim
 ORDER BY f, lim;
+-- The statement that reads the rows of a page's last id is kept for the
+-- session and names the table: another table taking the name gets its own.
+CREATE FUNCTION odd_ties() RETURNS text LANGUAGE sql AS $$
+    SELECT plain_same('SELECT id FROM odd WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 ORDER BY id DESC LIMIT $4', 'ORG_C', '{"env": "prod"}', '01K', 7) $$;
+SELECT odd_ties() AS before_the_swap;
+ALTER TABLE odd RENAME TO odd_before;
+CREATE TABLE odd (LIKE odd_before INCLUDING ALL);
+INSERT INTO odd SELECT * FROM odd_before WHERE priority_id <> 1;
+ANALYZE odd;
+SELECT (SELECT count(*) FROM odd) < (SELECT count(*) FROM odd_before) AS fewer_rows,
+       odd_ties() AS after_the_swap;
+DROP TABLE odd;
+ALTER TABLE odd_before RENAME TO odd;
+SELECT odd_ties() AS back_again;
+DROP FUNCTION odd_ties();
 SELECT plain_same('SELECT id FROM odd WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 ORDER BY id DESC', 'ORG_C', '{"env": "prod"}', '01JV');
 SELECT plain_same('SELECT id FROM odd WHERE organisation_id = $1 AND attribute_values @> $2 AND id > $3 ORDER BY id ASC', 'ORG_C', '{"env": "prod"}', '01JV');
 -- the tenant keys oldest first among ids that repeat or are not ULIDs
