@@ -33,8 +33,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import run as bench
-from run import lit, psql
+import common
+import data
+import methods
+import timing
+from common import lit, psql
 
 DB = "alerts_bench_citus"
 METHODS = ["gin", "search", "plain", "gin_worker", "search_worker", "gin_1node", "search_1node"]
@@ -57,7 +60,7 @@ def citus_port():
 def start_cluster():
     env = dict(os.environ, ALERTS_CITUS_PORT=str(citus_port()),
                ALERTS_CITUS_SHARED_BUFFERS=os.environ.get("ALERTS_CITUS_SHARED_BUFFERS", "1GB"))
-    subprocess.run(["bash", str(bench.ROOT / "scripts/citus.sh"), "start", DB], check=True, env=env)
+    subprocess.run(["bash", str(common.ROOT / "scripts/citus.sh"), "start", DB], check=True, env=env)
 
 
 def build(src_db, size, anchor):
@@ -85,7 +88,7 @@ def build(src_db, size, anchor):
     psql(DB, ["SET maintenance_work_mem = '1GB'",
               "CREATE INDEX idx_alerts_pagination_bitmap ON alerts (organisation_id, id DESC) "
               "INCLUDE (attribute_values_bitmap)",
-              bench.GIN_BUILD,
+              data.GIN_BUILD,
               "CREATE INDEX alerts_gin ON alerts USING gin (attribute_values jsonb_path_ops)"], port=c)
     psql(DB, "VACUUM (ANALYZE) alerts", port=c)
     psql(DB, f"COMMENT ON TABLE alerts IS {lit(stamp)}", port=c)
@@ -94,8 +97,8 @@ def build(src_db, size, anchor):
 
 def copy(src_db, out_sql, in_sql):
     """COPY from the single node straight into the coordinator."""
-    base = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", bench.PG["host"], "-U", bench.PG["user"]]
-    src = subprocess.Popen(base + ["-p", str(bench.PG["port"]), "-d", src_db, "-c", out_sql], stdout=subprocess.PIPE)
+    base = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", common.PG["host"], "-U", common.PG["user"]]
+    src = subprocess.Popen(base + ["-p", str(common.PG["port"]), "-d", src_db, "-c", out_sql], stdout=subprocess.PIPE)
     dst = subprocess.run(base + ["-p", str(citus_port()), "-d", DB, "-c", in_sql], stdin=src.stdout,
                          stdout=subprocess.DEVNULL)
     src.stdout.close()
@@ -110,7 +113,7 @@ def refresh():
     psql(DB, ["SET client_min_messages = warning", "DROP EXTENSION IF EXISTS alerts CASCADE", "CREATE EXTENSION alerts"],
          port=c)
     t0 = time.time()
-    psql(DB, [bench.GIN_BUILD, "CREATE INDEX alerts_keys_idx ON alerts "
+    psql(DB, [data.GIN_BUILD, "CREATE INDEX alerts_keys_idx ON alerts "
               "USING gin (alerts_keys(organisation_id, id, attribute_values))", "ANALYZE alerts"], port=c)
     print(f"bench: distributed tenant-keys index built in {time.time() - t0:.0f} s", flush=True)
 
@@ -146,8 +149,8 @@ def worker_of(org):
 
 def method_sql(m, s):
     if m == "plain":
-        return bench.method_sql("plain", s, None)
-    sql = bench.method_sql("gin" if m.startswith("gin") else "search", s, None)
+        return methods.method_sql("plain", s, None)
+    sql = methods.method_sql("gin" if m.startswith("gin") else "search", s, None)
     return shard_sql(sql, s["org"]) if m == "gin_worker" else sql
 
 
@@ -156,35 +159,35 @@ def main(args):
     src_db = f"alerts_bench_{size}"
     seconds = int(args.seconds or (1 if size == "smoke" else 5))
     tput_seconds = int(args.write_seconds or (5 if size == "smoke" else 30))
-    outdir = args.out or bench.ROOT / "benches/results" / f"{size}-citus"
+    outdir = args.out or common.ROOT / "benches/results" / f"{size}-citus"
     outdir.mkdir(parents=True, exist_ok=True)
-    anchor = bench.build(src_db, size, time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime()))
+    anchor = data.build(src_db, size, time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime()))
     start_cluster()
     build(src_db, size, anchor)
-    bench.refresh_extension(src_db, ["alerts"])
+    data.refresh_extension(src_db, ["alerts"])
     refresh()
     roles()
-    c, one = citus_port(), int(bench.PG["port"])
+    c, one = citus_port(), int(common.PG["port"])
     work = Path(tempfile.mkdtemp(prefix="alerts-bench-"))
     os.chmod(work, 0o777)
     results, failures, mix = [], [], {m: [] for m in ("gin", "search", "plain", "gin_1node", "search_1node")}
     methods = (args.methods or ",".join(METHODS)).split(",")
-    for s in bench.scenarios(src_db, size, "alerts"):
+    for s in data.scenarios(src_db, size, "alerts"):
         if not s["core"] or (args.only and args.only not in s["name"]):
             continue
-        want = [r[0] for r in bench.oracle(src_db, s)][: s["limit"]]
+        want = [r[0] for r in methods.oracle(src_db, s)][: s["limit"]]
         print(f"== {s['name']}: page of {len(want)}", flush=True)
         for m in [x for x in METHODS if x in methods]:
             port = one if m.endswith("_1node") else worker_of(s["org"]) if m.endswith("_worker") else c
             sql, db = method_sql(m, s), src_db if port == one else DB
-            got = bench.run_query(db, m, sql, port=port, user=USER.get(m))
+            got = methods.run_query(db, m, sql, port=port, user=USER.get(m))
             if got != want:
                 failures.append((s["name"], m, len(got), len(want)))
                 print(f"  {m}: WRONG ROWS ({len(got)} rows, expected {len(want)})", flush=True)
                 continue
             if m in mix:
                 mix[m].append(sql)
-            r = bench.pgbench(db, m, sql, seconds, "prepared", 1, work, args.transactions, port=port,
+            r = timing.pgbench(db, m, sql, seconds, "prepared", 1, work, args.transactions, port=port,
                               user=USER.get(m))
             results.append(dict(scenario=s["name"], method=m, matches=len(want), **r))
             print(f"  {m:14s} p50 {r['p50']:8.3f}  p95 {r['p95']:8.3f}  p99 {r['p99']:8.3f} ms", flush=True)
@@ -196,7 +199,7 @@ def main(args):
         q = floor_sql if where != "worker, shard" else floor_sql.replace(
             "FROM alerts", "FROM " + psql(DB, f"SELECT shard_name('alerts', get_shard_id_for_distribution_column("
                                               f"'alerts', {lit(org)}))", port=c)[0][0])
-        floors[where] = bench.pgbench(db, "floor", q, seconds, "prepared", 1, work, args.transactions, port=port)
+        floors[where] = timing.pgbench(db, "floor", q, seconds, "prepared", 1, work, args.transactions, port=port)
         print(f"  router floor, {where}: p50 {floors[where]['p50']:.3f} ms", flush=True)
     # throughput: 8 clients, the core scenarios mixed
     tput = []
@@ -204,7 +207,7 @@ def main(args):
         if not sqls:
             continue
         port, db = (one, src_db) if m.endswith("_1node") else (c, DB)
-        r = bench.pgbench(db, m, sqls, tput_seconds, "prepared", 8, work, None, port=port, user=USER.get(m))
+        r = timing.pgbench(db, m, sqls, tput_seconds, "prepared", 8, work, None, port=port, user=USER.get(m))
         tput.append(dict(method=m, **r))
         print(f"  8 clients {m:14s} {r['tps']:8.0f} pages/s  p95 {r['p95']:.3f} ms", flush=True)
     shutil.rmtree(work, ignore_errors=True)

@@ -25,8 +25,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import run as bench
-from run import lit, psql
+import common
+import data
+import methods
+import timing
+from common import lit, psql
 
 T = "m_alerts"
 SETUPS = {
@@ -34,7 +37,7 @@ SETUPS = {
     "btree_gin (tenant, attributes)": dict(
         method="gin_org",
         ddl=["CREATE EXTENSION IF NOT EXISTS btree_gin",
-             f"CREATE INDEX ON {T} USING gin (organisation_id, attribute_values jsonb_path_ops) WHERE {bench.ORG_GIN_MARK}"]),
+             f"CREATE INDEX ON {T} USING gin (organisation_id, attribute_values jsonb_path_ops) WHERE {data.ORG_GIN_MARK}"]),
     "RUM tags + created_at": dict(
         method="rum", rum=True,
         ddl=[f"CREATE INDEX ON {T} USING rum (tags rum_anyarray_addon_ops, created_at) "
@@ -62,7 +65,7 @@ def build(db, setup):
     ddl = [f"DROP TABLE IF EXISTS {T}",
            f"CREATE TABLE {T} (id text COLLATE \"C\" PRIMARY KEY, organisation_id text COLLATE \"C\" NOT NULL, "
            "created_at timestamptz NOT NULL, priority_id int NOT NULL, attribute_values jsonb NOT NULL, tags text[]"
-           + (f", attribute_values_bitmap bit({bench.BITS})" if bitmap else "") + ")"]
+           + (f", attribute_values_bitmap bit({common.BITS})" if bitmap else "") + ")"]
     if bitmap:
         ddl.append(f"CREATE TRIGGER b BEFORE INSERT OR UPDATE ON {T} FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger()")
     psql(db, ddl)
@@ -71,7 +74,7 @@ def build(db, setup):
     psql(db, ["SET maintenance_work_mem = '1GB'; "
               f"CREATE INDEX {T}_page ON {T} (organisation_id, id DESC)"
               + (" INCLUDE (attribute_values_bitmap)" if bitmap else "")]
-         + [f"{bench.GIN_BUILD}; {d}" for d in spec["ddl"]])
+         + [f"{data.GIN_BUILD}; {d}" for d in spec["ddl"]])
     psql(db, f"VACUUM (ANALYZE) {T}")
     rows, size = psql(db, f"SELECT count(*), pg_total_relation_size({lit(T)}) FROM {T}")[0]
     print(f"mixed: {setup}: {int(rows)} rows, {int(size) / int(rows):.0f} bytes/row, built in {time.time() - t0:.0f} s",
@@ -84,15 +87,15 @@ def queries(db, method):
     orgs = [r[0] for r in psql(db, OTHERS)]
     out = []
     for org in orgs:
-        k = bench.key(db, org, "team")
+        k = data.key(db, org, "team")
         for cls in CLASSES:
-            v = bench.value(db, org, "team", cls) if cls != "none" else "NOPE"
+            v = data.value(db, org, "team", cls) if cls != "none" else "NOPE"
             for prio in (False, True):
                 s = dict(page=1, window="30d", limit=50, priority=prio, table=T, org=org, filter={k: v},
                          clauses=[(k, [v], False)])
-                sql = bench.method_sql(method, s, db)
-                want = [r[0] for r in bench.oracle(db, s)][:50]
-                got = bench.run_query(db, method, sql)
+                sql = methods.method_sql(method, s, db)
+                want = [r[0] for r in methods.oracle(db, s)][:50]
+                got = methods.run_query(db, method, sql)
                 exact = got == want if method != "rum" else sorted(got) == sorted(want)
                 if not exact:
                     raise RuntimeError(f"mixed: {method} returned other rows for {org} {k}={v} prio={prio}")
@@ -118,12 +121,12 @@ def run_setup(db, setup, seconds, rate, work):
     (idir / "insert.sql").write_text(insert + ";\n")
     for p in idir.glob("pgbench_log*"):
         p.unlink()
-    writer = subprocess.Popen(["pgbench", "-n", "-h", bench.PG["host"], "-p", str(bench.PG["port"]), "-U", bench.PG["user"],
+    writer = subprocess.Popen(["pgbench", "-n", "-h", common.PG["host"], "-p", str(common.PG["port"]), "-U", common.PG["user"],
                                "-M", "prepared", "-c", str(INSERT_CLIENTS), "-j", str(INSERT_CLIENTS), "-R", str(rate),
                                "-T", str(seconds), "-l", "--log-prefix", str(idir / "pgbench_log"),
                                "-f", str(idir / "insert.sql"), db],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    r = bench.pgbench(db, spec["method"], pool, seconds, "prepared", QUERY_CLIENTS, qdir)
+    r = timing.pgbench(db, spec["method"], pool, seconds, "prepared", QUERY_CLIENTS, qdir)
     _, err = writer.communicate()
     if writer.returncode != 0:
         raise RuntimeError(f"mixed: insert pgbench failed: {err[-1000:]}")
@@ -161,13 +164,13 @@ def write_table(results, meta, path):
 def main(args):
     # the bitmap column's width (--bitmap-bits): the setups' tables and the
     # database the rows come from, as in run.py
-    bench.BITS = args.bitmap_bits
-    db = bench.bench_db(args.size)
+    common.BITS = args.bitmap_bits
+    db = common.bench_db(args.size)
     if not psql("postgres", f"SELECT 1 FROM pg_database WHERE datname = {lit(db)}"):
-        bench.build(db, args.size, time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime()))
+        data.build(db, args.size, time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime()))
     psql(db, "CREATE EXTENSION IF NOT EXISTS alerts")
     setups = [s for s in SETUPS if not args.methods or any(m in s for m in args.methods.split(","))]
-    if not bench.has_rum():
+    if not common.has_rum():
         setups = [s for s in setups if not SETUPS[s].get("rum")]
     psql(db, "CREATE EXTENSION IF NOT EXISTS rum") if any(SETUPS[s].get("rum") for s in setups) else None
     seconds = int(args.mixed_seconds)
@@ -177,8 +180,8 @@ def main(args):
     shutil.rmtree(work, ignore_errors=True)
     meta = dict(size=args.size, seconds=seconds, insert_rate=args.insert_rate, cpu=os.cpu_count(),
                 postgres=psql(db, "SHOW server_version")[0][0], rows=results[0]["rows"] if results else 0,
-                tenants=TENANTS, bitmap_bits=bench.BITS)
-    outdir = args.out or bench.ROOT / "benches/results" / f"{args.size}-mixed"
+                tenants=TENANTS, bitmap_bits=common.BITS)
+    outdir = args.out or common.ROOT / "benches/results" / f"{args.size}-mixed"
     outdir.mkdir(parents=True, exist_ok=True)
     (outdir / "results.json").write_text(json.dumps(dict(meta=meta, results=results), indent=1))
     write_table(results, meta, outdir / "table.md")

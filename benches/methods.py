@@ -1,0 +1,163 @@
+"""The methods compared: each one's SQL for a scenario, its session
+settings and label, the exact answer every method must return, and one
+run of a method's query."""
+
+import json
+import os
+import subprocess
+import common
+from common import PG, lit, psql
+from data import ORG_GIN_MARK
+
+# --- methods --------------------------------------------------------------------
+
+def gin_expr(clauses):
+    parts = []
+    for k, vals, is_array in clauses:
+        alts = [f"attribute_values @> {lit(json.dumps({k: [v] if is_array else v}))}" for v in vals]
+        parts.append("(" + " OR ".join(alts) + ")")
+    return " AND ".join(parts) or "true"
+
+
+def exact_expr(clauses):
+    """Exact check that no index can serve: containment on the extracted value."""
+    parts = []
+    for k, vals, _ in clauses:
+        alts = [f"(attribute_values -> {lit(k)}) @> {lit(json.dumps(v))}" for v in vals]
+        parts.append("(" + " OR ".join(alts) + ")")
+    return " AND ".join(parts) or "true"
+
+
+def tags_expr(clauses, col="tags"):
+    parts = []
+    for k, vals, _ in clauses:
+        arr = "ARRAY[" + ",".join(lit(f"{k}={v}") for v in vals) + "]"
+        parts.append(f"{col} @> {arr}" if len(vals) == 1 else f"{col} && {arr}")
+    return " AND ".join(parts) or "true"
+
+
+def masks(db, clauses):
+    out = []
+    for k, vals, _ in clauses:
+        ms = [psql(db, f"SELECT alerts_mask({lit(json.dumps({k: v}))}, {common.BITS})::text")[0][0] for v in vals]
+        out.append(ms)
+    return out
+
+
+def method_sql(m, s, db):
+    f = lit(json.dumps(s["filter"]))
+    since = "now() - interval '30 days'" if s["window"] == "30d" else "'-infinity'::timestamptz"
+    cursor = f" AND id < {lit(s['cursor'])}" if s.get("cursor") else ""
+    prio = " AND priority_id IN (1, 2)" if s["priority"] else ""
+    t = s["table"]
+    head = (f"SELECT * FROM {t} WHERE organisation_id = {lit(s['org'])} "
+            f"AND id >= alerts_ulid_floor({since}){cursor}{prio}")
+    tail = f" ORDER BY id DESC LIMIT {s['limit']}"
+    if m in ("gin", "gin_all"):
+        return f"{head} AND {gin_expr(s['clauses'])}{tail}"
+    if m == "plain":
+        # The query apps send: one containment when every clause has one
+        # value (the node plans it), else the containments OR'ed per clause.
+        if all(len(vals) == 1 for _, vals, _ in s["clauses"]):
+            obj = {k: ([vals[0]] if is_array else vals[0]) for k, vals, is_array in s["clauses"]}
+            return f"{head} AND attribute_values @> {lit(json.dumps(obj))}{tail}"
+        return f"{head} AND {gin_expr(s['clauses'])}{tail}"
+    if m == "gin_org":
+        return f"{head} AND {ORG_GIN_MARK} AND {gin_expr(s['clauses'])}{tail}"
+    if m == "gin_tags":
+        return f"{head} AND {tags_expr(s['clauses'])}{tail}"
+    if m == "rum":
+        cur = f" AND created_at < {lit(s['cursor_ts'])}" if s.get("cursor_ts") else ""
+        win = " AND created_at >= now() - interval '30 days'" if s["window"] == "30d" else ""
+        return (f"SELECT * FROM {t} WHERE {tags_expr(s['clauses'])} AND organisation_id = {lit(s['org'])}"
+                f"{win}{cur}{prio} ORDER BY created_at <=| now() LIMIT {s['limit']}")
+    if m == "sql_bloom":
+        conds = []
+        for ms in masks(db, s["clauses"]):
+            conds.append("(" + " OR ".join(
+                f"attribute_values_bitmap & B'{x}' = B'{x}'" for x in ms) + ")")
+        bloom = " AND ".join(conds) or "true"
+        return f"{head} AND {bloom} AND {exact_expr(s['clauses'])}{tail}"
+    if m == "ext":
+        return (f"{head} AND alerts_bloom_match(attribute_values_bitmap, {f}) "
+                f"AND alerts_attrs_match(attribute_values, {f}){tail}")
+    if m == "ext_ios":
+        inner = (f"SELECT id FROM {t} WHERE organisation_id = {lit(s['org'])} "
+                 f"AND id >= alerts_ulid_floor({since}){cursor} "
+                 f"AND alerts_bloom_match(attribute_values_bitmap, {f}) ORDER BY id DESC")
+        return (f"SELECT a.* FROM ({inner}) c CROSS JOIN LATERAL "
+                f"(SELECT * FROM {t} a WHERE a.id = c.id AND alerts_attrs_match(a.attribute_values, {f}){prio}) a "
+                f"ORDER BY c.id DESC LIMIT {s['limit']}")
+    if m == "portable":
+        # The portable form (docs/managed-postgres.md): what a database
+        # without the extension runs, with masks a client encoder made:
+        # candidates from the pagination index and its INCLUDEd bitmap
+        # alone, then the exact check of each candidate's attributes.
+        conds = []
+        for ms in masks(db, s["clauses"]):
+            conds.append("(" + " OR ".join(
+                f"attribute_values_bitmap & B'{x}' = B'{x}'" for x in ms) + ")")
+        inner = (f"SELECT id FROM {t} WHERE organisation_id = {lit(s['org'])} "
+                 f"AND id >= alerts_ulid_floor({since}){cursor} AND {' AND '.join(conds) or 'true'} ORDER BY id DESC")
+        return (f"SELECT a.* FROM ({inner}) c CROSS JOIN LATERAL "
+                f"(SELECT * FROM {t} a WHERE a.organisation_id = {lit(s['org'])} AND a.id = c.id "
+                f"AND {exact_expr(s['clauses'])}{prio}) a ORDER BY c.id DESC LIMIT {s['limit']}")
+    if m in ("search", "search_cold"):
+        cols = ", columns => '{\"priority_id\": [1, 2]}'" if s["priority"] else ""
+        since_arg = "now() - interval '30 days'" if s["window"] == "30d" else "'-infinity'"
+        before = lit(s["cursor"]) if s.get("cursor") else "NULL"
+        return (f"SELECT * FROM alerts_search(NULL::{t}, {lit(s['org'])}, {f}, {since_arg}, {before}, "
+                f"{s['limit']}{cols})")
+    raise ValueError(m)
+
+
+METHODS = ["gin", "gin_org", "gin_all", "gin_tags", "rum", "sql_bloom", "portable", "ext", "ext_ios", "search_cold", "search",
+           "plain"]
+_PGOPTIONS = {"gin_all": "-c enable_indexscan=off -c enable_indexonlyscan=off",
+              # every call walks first: no per-session (tenant, filter) shortcut to GIN
+              "search_cold": "-c alerts.search_shortcuts=off",
+              # plain SQL with the library loaded from the first statement on
+              "plain": "-c session_preload_libraries=alerts"}
+
+
+class _Options(dict):
+    """Each method's PGOPTIONS: the custom scan off for every method but
+    "plain" (a session that loaded the library would otherwise plan the
+    peers' queries with it)."""
+
+    def get(self, m, default=""):
+        base = _PGOPTIONS.get(m, default)
+        return base if m == "plain" else f"{base} -c alerts.custom_scan=off".strip()
+
+
+PGOPTIONS = _Options()
+LABELS = {
+    "gin": "GIN jsonb_path_ops (planner)",
+    "gin_org": "btree_gin (tenant, attributes) (planner)",
+    "gin_all": "GIN, reads all matches + sort",
+    "gin_tags": "GIN on text[] tags",
+    "rum": "RUM tags + created_at",
+    "sql_bloom": "plain-SQL bloom (article)",
+    "portable": "portable two-step (no extension)",
+    "ext": "alerts_bloom_match walk",
+    "ext_ios": "alerts index-only walk",
+    "search_cold": "alerts_search(), no shortcuts",
+    "search": "alerts_search()",
+    "plain": "plain SQL @> (custom scan)",
+}
+
+
+def oracle(db, s):
+    """Ids of the exact answer, and cursors for page 20."""
+    since = "now() - interval '30 days'" if s["window"] == "30d" else "'-infinity'::timestamptz"
+    prio = " AND priority_id IN (1, 2)" if s["priority"] else ""
+    rows = psql(db, f"SELECT id, created_at FROM {s['table']} WHERE organisation_id = {lit(s['org'])} "
+                    f"AND id >= alerts_ulid_floor({since}){prio} AND {exact_expr(s['clauses'])} ORDER BY id DESC")
+    return rows
+
+
+def run_query(db, m, sql, port=None, user=None):
+    env = dict(os.environ, PGOPTIONS=PGOPTIONS.get(m, ""))
+    out = subprocess.run(["psql", "-X", "-At", "-h", PG["host"], "-p", str(port or PG["port"]), "-U", user or PG["user"], "-d", db,
+                          "-c", f"SELECT id FROM ({sql}) q"], check=True, capture_output=True, text=True, env=env)
+    return out.stdout.split()
