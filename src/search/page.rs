@@ -84,9 +84,8 @@ impl Page {
     unsafe fn push(&mut self, d: Datum) {
         // SAFETY: as the caller's.
         unsafe {
-            if self.aside.is_some() {
+            if let Some(column) = self.aside.as_ref().map(|a| a.column) {
                 let mut isnull = false;
-                let column = self.aside.as_ref().map_or(0, |a| a.column);
                 let id = pg_sys::GetAttributeByNum(d.cast_mut_ptr(), column, &mut isnull);
                 let id = if isnull { &[][..] } else { varlena_bytes(id) };
                 if self.set_aside(id, || {

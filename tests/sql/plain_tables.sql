@@ -1,0 +1,139 @@
+-- Plain SQL through the custom scan, continued (after plain.sql, whose
+-- differential functions and tables it uses): tables of other shapes:
+-- ids that repeat or are not ULIDs, an id column that may be NULL,
+-- partitioned tables, plans cached before alerts_disable, collations,
+-- a bit(128) bitmap column; then what plain.sql set up is dropped.
+SET client_min_messages = warning;
+SET TimeZone = 'UTC';
+\set SHOW_CONTEXT never
+
+-- Ids that repeat (no unique index on them) and ids that are not ULIDs
+-- (below the ULID range, and above it): pages end among rows sharing an id.
+CREATE TABLE odd (LIKE alerts INCLUDING DEFAULTS);
+INSERT INTO odd SELECT * FROM alerts WHERE organisation_id = 'ORG_C';
+INSERT INTO odd SELECT * FROM odd WHERE id < '01K' AND id > '01JZ';
+INSERT INTO odd SELECT * FROM odd WHERE id < '01JV' AND id > '01JT';
+INSERT INTO odd (id, organisation_id, created_at, priority_id, attribute_values)
+SELECT v, 'ORG_C', now(), 1, '{"team": "T0", "env": "prod"}' FROM unnest(ARRAY['', '', '-1', '0', '00', '0000000000000000000000000', 'abc', 'zzz', '~', '9']) v;
+CALL alerts_enable('odd');
+SELECT alerts_index_command('odd') \gexec
+ANALYZE odd;
+CREATE FUNCTION odd_pages(f jsonb, lim int) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    q text := 'SELECT id FROM odd WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT $4';
+BEGIN
+    RETURN plain_same(q, 'ORG_C', f, '8', lim) || '; ascending: '
+        || plain_same(replace(q, 'DESC', 'ASC'), 'ORG_C', f, '8', lim);
+END $$;
+SELECT f, lim, odd_pages(f::jsonb, lim)
+FROM unnest(ARRAY['{"env": "prod"}', '{"team": "T0"}', '{"team": "T0", "env": "prod"}', '{}']) f, unnest(ARRAY[3, 50, 100000]) lim
+ORDER BY f, lim;
+-- The statement that reads the rows of a page's last id is kept for the
+-- session and names the table: another table taking the name gets its own.
+CREATE FUNCTION odd_ties() RETURNS text LANGUAGE sql AS $$
+    SELECT plain_same('SELECT id FROM odd WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 ORDER BY id DESC LIMIT $4', 'ORG_C', '{"env": "prod"}', '01K', 7) $$;
+SELECT odd_ties() AS before_the_swap;
+ALTER TABLE odd RENAME TO odd_before;
+CREATE TABLE odd (LIKE odd_before INCLUDING ALL);
+INSERT INTO odd SELECT * FROM odd_before WHERE priority_id <> 1;
+ANALYZE odd;
+SELECT (SELECT count(*) FROM odd) < (SELECT count(*) FROM odd_before) AS fewer_rows,
+       odd_ties() AS after_the_swap;
+DROP TABLE odd;
+ALTER TABLE odd_before RENAME TO odd;
+SELECT odd_ties() AS back_again;
+DROP FUNCTION odd_ties();
+SELECT plain_same('SELECT id FROM odd WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 ORDER BY id DESC', 'ORG_C', '{"env": "prod"}', '01JV');
+SELECT plain_same('SELECT id FROM odd WHERE organisation_id = $1 AND attribute_values @> $2 AND id > $3 ORDER BY id ASC', 'ORG_C', '{"env": "prod"}', '01JV');
+-- the tenant keys oldest first among ids that repeat or are not ULIDs
+CREATE INDEX odd_keys ON odd USING gin (alerts_keys(organisation_id, id, attribute_values));
+SELECT plain_same('SELECT id FROM odd WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id ASC LIMIT 40', 'ORG_C', '{"team": "T0", "env": "prod"}');
+SELECT plain_same('SELECT id FROM odd WHERE organisation_id = $1 AND attribute_values @> $2 AND id > $3 ORDER BY id ASC LIMIT 40', 'ORG_C', '{"rare": "needle"}', '0');
+
+-- An id column that may be NULL: a row without an id matches and sorts
+-- first (DESC) or last (ASC); the node is offered only with a bound on id,
+-- which such a row fails.
+CREATE TABLE nid (LIKE alerts INCLUDING DEFAULTS);
+ALTER TABLE nid ALTER COLUMN id DROP NOT NULL;
+INSERT INTO nid SELECT * FROM alerts WHERE organisation_id = 'ORG_C' ORDER BY id LIMIT 500;
+INSERT INTO nid (id, organisation_id, created_at, priority_id, attribute_values) VALUES (NULL, 'ORG_C', now(), 1, '{"team": "T1"}');
+CALL alerts_enable('nid');
+SELECT alerts_index_command('nid') \gexec
+ANALYZE nid;
+SELECT shape, plain_same(q, 'ORG_C', '{"team": "T1"}', '01K') AS result FROM (VALUES
+    ('newest first', 'SELECT coalesce(id, ''NULL'') FROM nid WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 5'),
+    ('oldest first', 'SELECT coalesce(id, ''NULL'') FROM nid WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id LIMIT 500'),
+    ('below a bound', 'SELECT coalesce(id, ''NULL'') FROM nid WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 ORDER BY id DESC LIMIT 5')
+) s(shape, q);
+DROP TABLE nid;
+
+-- Partitioned tables: the node on each partition, merged in id order.
+CREATE TABLE pp (LIKE alerts INCLUDING DEFAULTS, PRIMARY KEY (id, created_at)) PARTITION BY RANGE (created_at);
+CREATE TABLE pp_2025a PARTITION OF pp FOR VALUES FROM ('2024-01-01') TO ('2025-07-01');
+CREATE TABLE pp_2025b PARTITION OF pp FOR VALUES FROM ('2025-07-01') TO ('2027-01-01');
+INSERT INTO pp SELECT * FROM alerts WHERE organisation_id IN ('ORG_B', 'ORG_C');
+CREATE TABLE pq (LIKE alerts INCLUDING DEFAULTS, PRIMARY KEY (id)) PARTITION BY RANGE (id);
+CREATE TABLE pq_a PARTITION OF pq FOR VALUES FROM (MINVALUE) TO ('01JY');
+CREATE TABLE pq_b PARTITION OF pq FOR VALUES FROM ('01JY') TO (MAXVALUE);
+INSERT INTO pq SELECT * FROM alerts WHERE organisation_id IN ('ORG_B', 'ORG_C');
+CALL alerts_enable('pp');
+CALL alerts_enable('pq');
+SELECT alerts_index_command('pp') \gexec
+SELECT alerts_index_command('pq') \gexec
+ANALYZE pp, pq;
+EXPLAIN (COSTS OFF)
+SELECT id FROM pp WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T1"}' ORDER BY id DESC LIMIT 50;
+EXPLAIN (COSTS OFF)
+SELECT id FROM pq WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T1"}' ORDER BY id DESC LIMIT 50;
+SELECT t, f, plain_same(format('SELECT id FROM %s WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 ORDER BY id DESC LIMIT $4', t), 'ORG_B', f::jsonb, '01K0', 120)
+FROM unnest(ARRAY['pp', 'pq']) t, unnest(ARRAY['{"team": "T1"}', '{"env": "prod", "sev": 3}', '{"rare": "needle"}']) f
+ORDER BY t, f;
+EXPLAIN (COSTS OFF)
+SELECT id FROM pq WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T1"}' ORDER BY id LIMIT 50;
+SELECT t, f, plain_same(format('SELECT id FROM %s WHERE organisation_id = $1 AND attribute_values @> $2 AND id > $3 ORDER BY id ASC LIMIT $4', t), 'ORG_B', f::jsonb, '01JX', 120)
+FROM unnest(ARRAY['pp', 'pq']) t, unnest(ARRAY['{"team": "T1"}', '{"env": "prod", "sev": 3}', '{"rare": "needle"}']) f
+ORDER BY t, f;
+
+-- Plans cached before alerts_disable: planned again, no node, same rows.
+PREPARE odd_page(jsonb) AS SELECT id FROM odd WHERE organisation_id = 'ORG_C' AND attribute_values @> $1 ORDER BY id DESC LIMIT 20;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE odd_page('{"team": "T0"}');
+CREATE TEMP TABLE odd_before AS EXECUTE odd_page('{"team": "T0"}');
+CALL alerts_disable('odd');
+EXPLAIN (COSTS OFF) EXECUTE odd_page('{"team": "T0"}');
+CREATE TEMP TABLE odd_after AS EXECUTE odd_page('{"team": "T0"}');
+SELECT (SELECT array_agg(id) FROM odd_before) = (SELECT array_agg(id) FROM odd_after) AS same_rows, (SELECT count(*) FROM odd_after) AS rows;
+RESET plan_cache_mode;
+
+-- A pagination index in another collation than the column's ("POSIX"
+-- against "C"): the walk's order need not be the query's, so the node is
+-- not offered; with the column's collation it is.
+CREATE TABLE coll (LIKE alerts INCLUDING DEFAULTS);
+INSERT INTO coll SELECT * FROM alerts WHERE organisation_id = 'ORG_C';
+CREATE INDEX coll_posix ON coll (organisation_id, id COLLATE "POSIX");
+ANALYZE coll;
+SELECT plain_same('SELECT id FROM coll WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', 'ORG_C', '{"team": "T1"}');
+CREATE INDEX coll_c ON coll (organisation_id, id);
+SELECT plain_same('SELECT id FROM coll WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', 'ORG_C', '{"team": "T1"}');
+DROP TABLE coll;
+
+-- Off for the session: Postgres' own plan.
+SET alerts.custom_scan = off;
+EXPLAIN (COSTS OFF)
+SELECT * FROM alerts WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T1"}' ORDER BY id DESC LIMIT 50;
+-- A bit(128) bitmap column: the node tests the folded masks in the index.
+ALTER TABLE alerts ALTER COLUMN attribute_values_bitmap TYPE bit(128) USING alerts_bloom(attribute_values, 128);
+VACUUM ANALYZE alerts;
+SELECT * FROM plain_differential(
+    'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 AND id >= $5 ORDER BY id DESC LIMIT $4',
+    'ORG_A', 3);
+SELECT * FROM plain_differential(
+    'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND id > $3 ORDER BY id ASC LIMIT $4',
+    'ORG_B', 2, 50, true);
+ALTER TABLE alerts ALTER COLUMN attribute_values_bitmap TYPE bit(512) USING alerts_bloom(attribute_values);
+VACUUM ANALYZE alerts;
+RESET alerts.custom_scan;
+
+DROP TABLE odd, pp, pq, plain_plans;
+DROP INDEX plain_keys;
+DO $$ BEGIN EXECUTE format('ALTER DATABASE %I RESET session_preload_libraries', current_database()); END $$;
