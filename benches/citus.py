@@ -35,7 +35,7 @@ from pathlib import Path
 
 import common
 import data
-import methods
+from methods import method_sql as peer_sql, oracle, run_query
 import timing
 from common import lit, psql
 
@@ -149,8 +149,8 @@ def worker_of(org):
 
 def method_sql(m, s):
     if m == "plain":
-        return methods.method_sql("plain", s, None)
-    sql = methods.method_sql("gin" if m.startswith("gin") else "search", s, None)
+        return peer_sql("plain", s, None)
+    sql = peer_sql("gin" if m.startswith("gin") else "search", s, None)
     return shard_sql(sql, s["org"]) if m == "gin_worker" else sql
 
 
@@ -175,12 +175,12 @@ def main(args):
     for s in data.scenarios(src_db, size, "alerts"):
         if not s["core"] or (args.only and args.only not in s["name"]):
             continue
-        want = [r[0] for r in methods.oracle(src_db, s)][: s["limit"]]
+        want = [r[0] for r in oracle(src_db, s)][: s["limit"]]
         print(f"== {s['name']}: page of {len(want)}", flush=True)
         for m in [x for x in METHODS if x in methods]:
             port = one if m.endswith("_1node") else worker_of(s["org"]) if m.endswith("_worker") else c
             sql, db = method_sql(m, s), src_db if port == one else DB
-            got = methods.run_query(db, m, sql, port=port, user=USER.get(m))
+            got = run_query(db, m, sql, port=port, user=USER.get(m))
             if got != want:
                 failures.append((s["name"], m, len(got), len(want)))
                 print(f"  {m}: WRONG ROWS ({len(got)} rows, expected {len(want)})", flush=True)

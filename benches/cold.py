@@ -25,7 +25,7 @@ import time
 
 import common
 import data
-import methods
+from methods import LABELS, PGOPTIONS, method_sql, oracle, run_query
 from common import lit, psql
 
 METHODS = ["gin", "gin_org", "gin_tags", "rum", "ext_ios", "search"]
@@ -44,7 +44,7 @@ def restart_cold(data_dir):
 def timed(db, m, queries):
     """Runs the queries in one session; their client-side latencies (ms)."""
     script = "\\o /dev/null\n\\timing on\n" + "".join(q.rstrip(";") + ";\n" for q in queries)
-    env = dict(os.environ, PGOPTIONS=methods.PGOPTIONS.get(m, ""))
+    env = dict(os.environ, PGOPTIONS=PGOPTIONS.get(m, ""))
     out = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", common.PG["host"], "-p", str(common.PG["port"]),
                           "-U", common.PG["user"], "-d", db], input=script, capture_output=True, text=True, env=env,
                          check=True)
@@ -95,13 +95,13 @@ def main(args):
         for m in methods:
             # the method's rows, checked against the exact oracle on the
             # first tenant before timing
-            want = [r[0] for r in methods.oracle(db, scen[0])][:50]
-            got = methods.run_query(db, m, methods.method_sql(m, scen[0], db))
+            want = [r[0] for r in oracle(db, scen[0])][:50]
+            got = run_query(db, m, method_sql(m, scen[0], db))
             if (got if m != "rum" else sorted(got)) != (want if m != "rum" else sorted(want)):
                 raise RuntimeError(f"cold: {m} {label}: wrong rows ({len(got)} against {len(want)})")
-            queries = [methods.method_sql(m, s, db) for s in scen]
+            queries = [method_sql(m, s, db) for s in scen]
             restart_cold(data_dir)
-            times = timed(db, m, [methods.method_sql(m, warm_scen, db)] + queries + queries)
+            times = timed(db, m, [method_sql(m, warm_scen, db)] + queries + queries)
             cold, warm = times[1:1 + len(queries)], times[1 + len(queries):]
             r = dict(scenario=label, method=m, calls=len(queries),
                      cold_p50=statistics.median(cold), cold_p95=pct(cold, 0.95), cold_p99=pct(cold, 0.99),
@@ -118,7 +118,7 @@ def main(args):
              f"evicted from the OS cache (`vmtouch -e`), then one page (50 rows, 30-day window) for each of "
              f"{meta['tenants']} tenants (12k-140k alerts) not read before, then the same calls again warm. "
              "Client round trip per call, ms, cold p50 / p95 / p99 (warm p95).", "",
-             "| filter | " + " | ".join(methods.LABELS[m] for m in methods) + " |",
+             "| filter | " + " | ".join(LABELS[m] for m in methods) + " |",
              "|---|" + "---|" * len(methods)]
     for label, _ in CLASSES:
         cells = []
@@ -128,6 +128,6 @@ def main(args):
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     worst = {m: max(x["cold_p95"] for x in results if x["method"] == m) for m in methods}
     lines += ["", "Worst cold p95 per method over the filter classes: "
-              + ", ".join(f"{methods.LABELS[m]} {v:.1f} ms" for m, v in worst.items()) + "."]
+              + ", ".join(f"{LABELS[m]} {v:.1f} ms" for m, v in worst.items()) + "."]
     (outdir / "table.md").write_text("\n".join(lines) + "\n")
     print((outdir / "table.md").read_text())
