@@ -34,7 +34,7 @@ use super::page::Page;
 use super::scan::IndexWalk;
 use super::session::{self, Held, Table};
 use super::{layout, partitions, walk};
-use crate::datum::{text_cmp, varlena_bytes};
+use crate::datum::text_cmp;
 
 /// One leaf of the call: its session entry, its call, its walk once
 /// begun, and its newest id in the window (read for a merge).
@@ -154,18 +154,17 @@ unsafe fn merged<'a>(mut leaves: Vec<Leaf<'a>>, args: &'a Args<'a>, parent: Oid,
             let next = leaves.get(i + 1).map(|l| l.newest.clone());
             let leaf = &mut leaves[i];
             let mut walk = leaf.walk.take().expect("begun above");
-            if waiting.is_empty() {
-                if let Some(next) = next {
-                    page.divert(next, id_column, collation);
-                }
-                walk_into(leaf, &mut walk, page);
-                waiting = page.take_aside();
-            } else {
-                let mut rows = Page::rows(page.want, args.rowtype);
-                walk_into(leaf, &mut walk, &mut rows);
-                for row in rows.into_rows() {
-                    waiting.push((id_of(row, id_column), row));
-                }
+            // Nothing waiting: rows above the next leaf's newest id go to
+            // the page (the last leaf's all do). Else every row waits.
+            let straight = waiting.is_empty();
+            match (straight, next) {
+                (true, None) => {}
+                (true, Some(next)) => page.divert(Some(next), id_column, collation),
+                (false, _) => page.divert(None, id_column, collation),
+            }
+            walk_into(leaf, &mut walk, page);
+            waiting.extend(page.take_aside());
+            if !straight {
                 // stable: a leaf's rows of one id keep their order
                 waiting.sort_by(|a, b| text_cmp(&b.0, &a.0, collation));
                 waiting.truncate(page.want.max(0) as usize);
@@ -254,23 +253,5 @@ unsafe fn walk_into(leaf: &mut Leaf, walk: &mut IndexWalk, page: &mut Page) {
             walk,
             page,
         )
-    }
-}
-
-/// The id of a row of the page (a composite datum of the table's type).
-///
-/// # Safety
-/// `row` is a live composite datum; `column` is its `id`'s number.
-unsafe fn id_of(row: Datum, column: i16) -> Vec<u8> {
-    // SAFETY: as the caller's; `id` is NOT NULL in a searched table, and a
-    // NULL would be read as the empty id (sorted last).
-    unsafe {
-        let mut isnull = false;
-        let d = pg_sys::GetAttributeByNum(row.cast_mut_ptr(), column, &mut isnull);
-        if isnull {
-            Vec::new()
-        } else {
-            varlena_bytes(d).to_vec()
-        }
     }
 }

@@ -17,9 +17,10 @@ enum Sink {
 }
 
 /// Rows kept out of the page for a merge: every row from the first one
-/// at or below `bound` on (a walk adds rows newest first), with its id.
+/// at or below `bound` on (a walk adds rows newest first), or every row
+/// when there is no bound, with its id.
 struct Aside {
-    bound: Vec<u8>,
+    bound: Option<Vec<u8>>,
     /// The `id` column's number in the row type, and its collation.
     column: i16,
     collation: Oid,
@@ -275,8 +276,9 @@ impl Page {
     /// From now on, rows at or below id `bound` (in `collation`; `column`
     /// is the `id` column's number), and every row after the first of
     /// them, are kept aside instead of stored, for [`Page::take_aside`];
-    /// they count as found. Rows above it go to the page as before.
-    pub fn divert(&mut self, bound: Vec<u8>, column: i16, collation: Oid) {
+    /// they count as found. Rows above it go to the page as before. With
+    /// no bound, every row is kept aside.
+    pub fn divert(&mut self, bound: Option<Vec<u8>>, column: i16, collation: Oid) {
         self.aside = Some(Aside {
             bound,
             column,
@@ -302,7 +304,8 @@ impl Page {
         let Some(a) = &mut self.aside else {
             return false;
         };
-        if a.rows.is_empty() && text_cmp(id, &a.bound, a.collation).is_gt() {
+        let above = |b: &Vec<u8>| text_cmp(id, b, a.collation).is_gt();
+        if a.rows.is_empty() && a.bound.as_ref().is_some_and(above) {
             return false;
         }
         // SAFETY: the aside's memory is its creator's, live for the call.
