@@ -11,21 +11,20 @@ from data import ORG_GIN_MARK
 
 # --- methods --------------------------------------------------------------------
 
-def gin_expr(clauses):
-    parts = []
-    for k, vals, is_array in clauses:
-        alts = [f"attribute_values @> {lit(json.dumps({k: [v] if is_array else v}))}" for v in vals]
-        parts.append("(" + " OR ".join(alts) + ")")
+def each_clause(clauses, alternative):
+    """Every clause (AND) holds one of its values (OR), each value's test
+    written by `alternative(key, value, is_array)`."""
+    parts = ["(" + " OR ".join(alternative(k, v, is_array) for v in vals) + ")" for k, vals, is_array in clauses]
     return " AND ".join(parts) or "true"
+
+
+def gin_expr(clauses):
+    return each_clause(clauses, lambda k, v, is_array: f"attribute_values @> {lit(json.dumps({k: [v] if is_array else v}))}")
 
 
 def exact_expr(clauses):
     """Exact check that no index can serve: containment on the extracted value."""
-    parts = []
-    for k, vals, _ in clauses:
-        alts = [f"(attribute_values -> {lit(k)}) @> {lit(json.dumps(v))}" for v in vals]
-        parts.append("(" + " OR ".join(alts) + ")")
-    return " AND ".join(parts) or "true"
+    return each_clause(clauses, lambda k, v, _: f"(attribute_values -> {lit(k)}) @> {lit(json.dumps(v))}")
 
 
 def tags_expr(clauses, col="tags"):
@@ -42,6 +41,14 @@ def masks(db, clauses):
         ms = [psql(db, f"SELECT alerts_mask({lit(json.dumps({k: v}))}, {common.BITS})::text")[0][0] for v in vals]
         out.append(ms)
     return out
+
+
+def bloom_expr(db, clauses):
+    """The plain-SQL bloom test: every clause's mask (one of its values')
+    covered by the row's bitmap."""
+    tests = ["(" + " OR ".join(f"attribute_values_bitmap & B'{x}' = B'{x}'" for x in ms) + ")"
+             for ms in masks(db, clauses)]
+    return " AND ".join(tests) or "true"
 
 
 def method_sql(m, s, db):
@@ -72,12 +79,7 @@ def method_sql(m, s, db):
         return (f"SELECT * FROM {t} WHERE {tags_expr(s['clauses'])} AND organisation_id = {lit(s['org'])}"
                 f"{win}{cur}{prio} ORDER BY created_at <=| now() LIMIT {s['limit']}")
     if m == "sql_bloom":
-        conds = []
-        for ms in masks(db, s["clauses"]):
-            conds.append("(" + " OR ".join(
-                f"attribute_values_bitmap & B'{x}' = B'{x}'" for x in ms) + ")")
-        bloom = " AND ".join(conds) or "true"
-        return f"{head} AND {bloom} AND {exact_expr(s['clauses'])}{tail}"
+        return f"{head} AND {bloom_expr(db, s['clauses'])} AND {exact_expr(s['clauses'])}{tail}"
     if m == "ext":
         return (f"{head} AND alerts_bloom_match(attribute_values_bitmap, {f}) "
                 f"AND alerts_attrs_match(attribute_values, {f}){tail}")
@@ -93,12 +95,8 @@ def method_sql(m, s, db):
         # without the extension runs, with masks a client encoder made:
         # candidates from the pagination index and its INCLUDEd bitmap
         # alone, then the exact check of each candidate's attributes.
-        conds = []
-        for ms in masks(db, s["clauses"]):
-            conds.append("(" + " OR ".join(
-                f"attribute_values_bitmap & B'{x}' = B'{x}'" for x in ms) + ")")
         inner = (f"SELECT id FROM {t} WHERE organisation_id = {lit(s['org'])} "
-                 f"AND id >= alerts_ulid_floor({since}){cursor} AND {' AND '.join(conds) or 'true'} ORDER BY id DESC")
+                 f"AND id >= alerts_ulid_floor({since}){cursor} AND {bloom_expr(db, s['clauses'])} ORDER BY id DESC")
         return (f"SELECT a.* FROM ({inner}) c CROSS JOIN LATERAL "
                 f"(SELECT * FROM {t} a WHERE a.organisation_id = {lit(s['org'])} AND a.id = c.id "
                 f"AND {exact_expr(s['clauses'])}{prio}) a ORDER BY c.id DESC LIMIT {s['limit']}")
