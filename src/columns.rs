@@ -7,6 +7,9 @@
 //! The direct walk tests the columns of the heap row it fetched; the
 //! statements call `alerts_columns_match(a, $n)` on their candidates.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use alerts_core::columns::{parse, ColumnClause};
 use pgrx::pg_guard;
 use pgrx::pg_sys::panic::CaughtError;
@@ -22,6 +25,11 @@ crate::datum::finfo_v1!(pg_finfo_alerts_columns_match);
 #[derive(Clone)]
 struct Test {
     attno: AttrNumber,
+    /// The column as compiled: its name, type and type modifier (a row
+    /// type that has the same at `attno` takes the same test).
+    name: String,
+    ty: Oid,
+    typmod: i32,
     /// The accepted non-null values, in the column's type.
     values: Vec<Datum>,
     /// Whether NULL is accepted (`null` among the values).
@@ -49,11 +57,33 @@ impl Columns {
     pub unsafe fn compile(d: Datum, desc: pg_sys::TupleDesc, table: &str) -> Columns {
         // SAFETY: as the caller's; attribute numbers are bounded by natts.
         unsafe {
-            let clauses = parse(&jsonb_value(d)).or_raise();
+            let clauses = parsed(d);
             let tests: Vec<Test> = clauses.iter().map(|c| test(c, desc, table)).collect();
             let last = tests.iter().map(|t| t.attno).max().unwrap_or(0);
             Columns { tests, last }
         }
+    }
+
+    /// Whether rows of descriptor `desc` take these tests as they are:
+    /// each tested column is at the same number there, with the same
+    /// name, type, type modifier and collation (a partition made with
+    /// `PARTITION OF` has its table's; one attached with other column
+    /// numbers does not).
+    ///
+    /// # Safety
+    /// `desc` is a valid descriptor.
+    pub unsafe fn fits(&self, desc: pg_sys::TupleDesc) -> bool {
+        self.tests.iter().all(|t| {
+            // SAFETY: attribute numbers are checked against natts first.
+            t.attno as i32 <= unsafe { (*desc).natts } && {
+                let a = unsafe { crate::compat::attribute(desc, t.attno as i32) };
+                !a.attisdropped
+                    && a.atttypid == t.ty
+                    && a.atttypmod == t.typmod
+                    && a.attcollation == t.collation
+                    && name_of(a) == t.name
+            }
+        })
     }
 
     /// Whether a row passes every test; `value` reads its column (None:
@@ -135,12 +165,46 @@ unsafe fn test(c: &ColumnClause, desc: pg_sys::TupleDesc, table: &str) -> Test {
         }
         Test {
             attno: att.attnum,
+            name: c.column.clone(),
+            ty,
+            typmod: att.atttypmod,
             values,
             null,
             eq,
             collation: att.attcollation,
         }
     }
+}
+
+/// Column filters the session keeps parsed; the map is cleared when full.
+const SESSION_PARSED: usize = 256;
+
+/// The session's parsed column filters, by their jsonb bytes (a slot of
+/// the backend's state).
+#[derive(Default)]
+struct Parsed(RefCell<HashMap<Vec<u8>, Vec<ColumnClause>>>);
+
+/// The clauses of column filter `d`, from the session's parsed filters or
+/// parsed (and kept): a filter sent again is not printed and parsed again.
+///
+/// # Safety
+/// `d` is a non-null jsonb datum.
+unsafe fn parsed(d: Datum) -> Vec<ColumnClause> {
+    let map = &crate::backend::slot::<Parsed>().0;
+    // SAFETY: as the caller's.
+    let raw = unsafe { varlena_bytes(d) };
+    if let Some(clauses) = map.borrow().get(raw) {
+        return clauses.clone();
+    }
+    // SAFETY: as the caller's. A filter that does not parse raises here
+    // and is not kept.
+    let clauses = parse(&unsafe { jsonb_value(d) }).or_raise();
+    let mut m = map.borrow_mut();
+    if m.len() >= SESSION_PARSED {
+        m.clear();
+    }
+    m.insert(raw.to_vec(), clauses.clone());
+    clauses
 }
 
 /// A value read by the column type's input function (`read`), or an ERROR

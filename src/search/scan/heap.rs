@@ -96,15 +96,16 @@ impl IndexWalk<'_> {
         self.columns().map_or(0, |c| c.last)
     }
 
-    /// The column filter, compiled against this relation's columns (in the
-    /// walk's memory, not the entry's: its values and equality functions
-    /// are palloc'd).
+    /// The column filter, compiled against this relation's columns: the
+    /// call's when they are at the same numbers (a partition made with
+    /// `PARTITION OF`), else compiled here once (in the walk's memory, not
+    /// the entry's: its values and equality functions are palloc'd).
     fn columns(&self) -> Option<&Columns> {
         let (compiled, datum) = self.columns?;
         // SAFETY: the relations are open; the datum is the call's; the
         // walk's memory outlives the entry's.
         unsafe {
-            if self.rows_of == (*self.heap).rd_id {
+            if self.rows_of == (*self.heap).rd_id || compiled.fits((*self.heap).rd_att) {
                 return Some(compiled);
             }
             Some(self.own_columns.get_or_init(|| {
