@@ -35,6 +35,10 @@ pub struct Args<'a> {
     /// Ids below this; None: no upper bound (a first page).
     pub before: Option<Datum>,
     pub page_size: i32,
+    /// Rows a rare path may add past `page_size` from what it read anyway
+    /// (`Page::with_spare`): the custom scan's one-row first page of a
+    /// partition read in a merge. 0 from `alerts_search`.
+    pub spare: i64,
     /// Oldest first (then `before` is unused: the bounds are here).
     pub ascending: Option<Ascending>,
     /// The filter as one GIN jsonpath, when it has that form: made once
@@ -77,6 +81,7 @@ impl<'a> Args<'a> {
             floor,
             before,
             page_size,
+            spare: 0,
             ascending: None,
             jsonpath: std::cell::OnceCell::new(),
         }

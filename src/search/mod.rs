@@ -90,7 +90,7 @@ fn running_count() -> &'static std::cell::Cell<u32> {
 /// The datums of `args` are live; `relid` is a table with the columns a
 /// search reads (the custom scan's planner checks them).
 pub unsafe fn rows(args: &Args) -> Vec<Datum> {
-    let mut page = Page::rows(args.page_size as i64, args.rowtype);
+    let mut page = Page::rows(args.page_size as i64, args.rowtype).with_spare(args.spare);
     // SAFETY: as the caller's.
     unsafe { fill(&extension_schema, args, &mut page) };
     page.into_rows()

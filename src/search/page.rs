@@ -40,6 +40,9 @@ pub struct Page {
     size: i64,
     /// Rows still to find.
     pub want: i64,
+    /// Rows a rare path may add past `want`, from what it has read anyway
+    /// (the rest of a range it checks whole; see [`Page::with_spare`]).
+    spare: i64,
 }
 
 impl Page {
@@ -52,6 +55,7 @@ impl Page {
             rowtype,
             size,
             want: size,
+            spare: 0,
         }
     }
 
@@ -66,11 +70,28 @@ impl Page {
             rowtype,
             size,
             want: size,
+            spare: 0,
         }
     }
 
     pub fn size(&self) -> i64 {
         self.size
+    }
+
+    /// The page with `spare` rows more for a rare path: its cost does not
+    /// depend on the rows wanted (the tenant-keys path checks a range of
+    /// weeks whole, the GIN statement sorts every match), and what it
+    /// found past the page would be found again by the next page. The
+    /// rows it adds are still the newest below the cursor, none skipped.
+    pub fn with_spare(mut self, spare: i64) -> Page {
+        self.spare = spare.max(0);
+        self
+    }
+
+    /// How many rows a rare path may add now: the rows wanted and the
+    /// spare ones.
+    pub fn rare_want(&self) -> i64 {
+        self.want + self.spare
     }
 
     pub fn is_full(&self) -> bool {
@@ -134,13 +155,31 @@ impl Page {
     /// `tt` must be a live SPI result table whose column 1 is the table's
     /// row type.
     pub unsafe fn add(&mut self, tt: *mut pg_sys::SPITupleTable) -> i64 {
+        // SAFETY: as the caller's.
+        unsafe { self.add_up_to(tt, 0) }
+    }
+
+    /// As [`Page::add`], for a rare path's statement: also the spare rows.
+    ///
+    /// # Safety
+    /// As [`Page::add`].
+    pub unsafe fn add_rare(&mut self, tt: *mut pg_sys::SPITupleTable) -> i64 {
+        // SAFETY: as the caller's.
+        unsafe { self.add_up_to(tt, self.spare) }
+    }
+
+    /// Appends values of `tt` until the page wants none and `spare` more.
+    ///
+    /// # Safety
+    /// As [`Page::add`].
+    unsafe fn add_up_to(&mut self, tt: *mut pg_sys::SPITupleTable, spare: i64) -> i64 {
         let mut copied = 0;
         // SAFETY: tt is a live SPI result table; its column 1 is checked to
         // be the row type before any value is read.
         unsafe {
             self.check_type((*tt).tupdesc);
             for i in 0..rows(tt) as usize {
-                if self.is_full() {
+                if self.want + spare <= 0 {
                     break;
                 }
                 let mut isnull = false;

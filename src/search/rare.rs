@@ -63,7 +63,7 @@ pub unsafe fn gin_or_walk(
             Some(path) if call.paths.gin => {
                 trace::rare_path(false);
                 let path = crate::datum::jsonpath_datum(path);
-                page.add(gin(path, Datum::from(page.want)));
+                page.add_rare(gin(path, Datum::from(page.rare_want())));
             }
             _ => {
                 let walked = walker.chunk(page, None);
@@ -146,10 +146,10 @@ unsafe fn by_keys(
                     range_floor,
                     upper,
                     call.filter,
-                    Datum::from(page.want),
+                    Datum::from(page.rare_want()),
                 ];
                 args.extend(arrays);
-                page.add(call.execute(plan, &args));
+                page.add_rare(call.execute(plan, &args));
             }
             if page.is_full() {
                 return true;

@@ -94,6 +94,37 @@ SELECT t, f, plain_same(format('SELECT id FROM %s WHERE organisation_id = $1 AND
 FROM unnest(ARRAY['pp', 'pq']) t, unnest(ARRAY['{"team": "T1"}', '{"env": "prod", "sev": 3}', '{"rare": "needle"}']) f
 ORDER BY t, f;
 
+-- A rare filter on partitions read in a merge: a partition's first page
+-- is one row, but when the tenant keys or GIN answer it, it keeps what
+-- else the range it read holds, up to LIMIT + OFFSET rows (one page where
+-- there were two), in order, none skipped. Each filter twice: the second
+-- time its remembered route sends the first page straight to the index.
+CREATE FUNCTION merged_pages(q text) RETURNS TABLE (leaf text, rows_out int, pages text, routes text) LANGUAGE plpgsql AS $$
+DECLARE
+    plan json;
+BEGIN
+    EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON, COSTS OFF, TIMING OFF) ' || q INTO plan;
+    RETURN QUERY SELECT p ->> 'Relation Name', (p ->> 'Actual Rows')::numeric::int, p ->> 'Pages', p ->> 'Routes Taken'
+        FROM json_array_elements(plan -> 0 -> 'Plan' -> 'Plans' -> 0 -> 'Plans') p;
+END $$;
+CREATE INDEX pp_keys ON pp USING gin (alerts_keys(organisation_id, id, attribute_values));
+ANALYZE pp;
+SELECT run, f, plain_same('SELECT id FROM pp WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 ORDER BY id DESC LIMIT $4', 'ORG_B', f::jsonb, '8', 120)
+FROM generate_series(1, 2) run, unnest(ARRAY['{"team": "T37"}', '{"team": "T20", "env": "prod"}', '{"rare": "needle"}']) f
+ORDER BY run, f;
+SELECT count(*) AS primed FROM (SELECT id FROM pp WHERE organisation_id = 'ORG_B' AND attribute_values @> '{"team": "T37"}' ORDER BY id DESC LIMIT 10) s;
+SELECT * FROM merged_pages('SELECT id FROM pp WHERE organisation_id = ''ORG_B'' AND attribute_values @> ''{"team": "T37"}'' ORDER BY id DESC LIMIT 10');
+BEGIN;
+DROP INDEX pp_keys;
+CREATE INDEX pp_gin ON pp USING gin (attribute_values jsonb_path_ops);
+ANALYZE pp;
+SELECT run, f, plain_same('SELECT id FROM pp WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 ORDER BY id DESC LIMIT $4', 'ORG_B', f::jsonb, '8', 120)
+FROM generate_series(1, 2) run, unnest(ARRAY['{"team": "T37"}', '{"team": "T20", "env": "prod"}']) f
+ORDER BY run, f;
+SELECT count(*) AS primed FROM (SELECT id FROM pp WHERE organisation_id = 'ORG_B' AND attribute_values @> '{"team": "T37"}' ORDER BY id DESC LIMIT 10) s;
+SELECT * FROM merged_pages('SELECT id FROM pp WHERE organisation_id = ''ORG_B'' AND attribute_values @> ''{"team": "T37"}'' ORDER BY id DESC LIMIT 10');
+ROLLBACK;
+
 -- Plans cached before alerts_disable: planned again, no node, same rows.
 PREPARE odd_page(jsonb) AS SELECT id FROM odd WHERE organisation_id = 'ORG_C' AND attribute_values @> $1 ORDER BY id DESC LIMIT 20;
 SET plan_cache_mode = force_generic_plan;

@@ -188,7 +188,7 @@ impl IndexWalk<'_> {
                 } else {
                     found.sort_by(|a, b| compare(&b.0, &a.0, collation));
                 }
-                for (_, tid) in found.iter().take(page.want.max(0) as usize) {
+                for (_, tid) in found.iter().take(page.rare_want().max(0) as usize) {
                     if self.fetch(buffer_for(&mut buffer, self.heap, tid), *tid) {
                         self.add_slot(page);
                     }
