@@ -177,18 +177,26 @@ def main(args):
             continue
         want = [r[0] for r in oracle(src_db, s)][: s["limit"]]
         print(f"== {s['name']}: page of {len(want)}", flush=True)
-        for m in [x for x in METHODS if x in methods]:
+
+        def where(m):
             port = one if m.endswith("_1node") else worker_of(s["org"]) if m.endswith("_worker") else c
-            sql, db = method_sql(m, s), src_db if port == one else DB
-            got = run_query(db, m, sql, port=port, user=USER.get(m))
+            return dict(db=src_db if port == one else DB, port=port, user=USER.get(m))
+
+        runs = []
+        for m in [x for x in METHODS if x in methods]:
+            sql, at = method_sql(m, s), where(m)
+            got = run_query(at["db"], m, sql, port=at["port"], user=at["user"])
             if got != want:
                 failures.append((s["name"], m, len(got), len(want)))
                 print(f"  {m}: WRONG ROWS ({len(got)} rows, expected {len(want)})", flush=True)
                 continue
             if m in mix:
                 mix[m].append(sql)
-            r = timing.pgbench(db, m, sql, seconds, "prepared", 1, work, args.transactions, port=port,
-                              user=USER.get(m))
+            runs.append((m, sql))
+        # the methods take turns over the rounds (see timing.timed_cell)
+        cell = timing.timed_cell(DB, runs, seconds, "prepared", work, args.transactions, args.rounds, where)
+        for m, _ in runs:
+            r = cell[m]
             results.append(dict(scenario=s["name"], method=m, matches=len(want), **r))
             print(f"  {m:14s} p50 {r['p50']:8.3f}  p95 {r['p95']:8.3f}  p99 {r['p99']:8.3f} ms", flush=True)
     # Citus' own cost of a router query: one indexed row of the tenant
@@ -211,7 +219,7 @@ def main(args):
         tput.append(dict(method=m, **r))
         print(f"  8 clients {m:14s} {r['tps']:8.0f} pages/s  p95 {r['p95']:.3f} ms", flush=True)
     shutil.rmtree(work, ignore_errors=True)
-    meta = dict(size=size, anchor=anchor, seconds_per_cell=seconds, throughput_seconds=tput_seconds,
+    meta = dict(size=size, anchor=anchor, seconds_per_cell=seconds, rounds=args.rounds, throughput_seconds=tput_seconds,
                 cpu=os.cpu_count(), postgres=psql(DB, "SHOW server_version", port=c)[0][0],
                 citus=psql(DB, "SELECT extversion FROM pg_extension WHERE extname = 'citus'", port=c)[0][0],
                 shards=psql(DB, "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'alerts'::regclass",
@@ -234,7 +242,10 @@ def write_table(results, floors, tput, meta, path):
              f"({meta['shards']} shards, coordinator + 2 workers on one machine), beside the single node the rows "
              f"were copied from; PostgreSQL {meta['postgres']}, {meta['cpu']} cores shared by all four servers, "
              f"shared_buffers {meta['shared_buffers']} per Citus node and {meta['shared_buffers_one_node']} on the "
-             f"single node; pgbench -T {meta['seconds_per_cell']} per cell, 1 client, -M prepared.", "",
+             f"single node; pgbench -T {meta['seconds_per_cell']} per cell"
+             + (f" x {meta['rounds']} rounds (methods taking turns; percentiles: the median round's)"
+                if meta.get('rounds', 1) > 1 else "")
+             + ", 1 client, -M prepared.", "",
              "p50 / p95 / p99 (ms):", "",
              "| scenario | " + " | ".join(LABELS[m] for m in cols) + " |", "|---|" + "---|" * len(cols)]
     for s in scen:

@@ -59,8 +59,10 @@ def summary(lat, rate):
                 mean=statistics.fmean(lat) if lat else float("nan"))
 
 
-def timed_cell(db, runs, seconds, mode, workdir, transactions, rounds):
-    """Times the methods of one cell: `runs` is [(method, sql)]. With
+def timed_cell(db, runs, seconds, mode, workdir, transactions, rounds, where=None):
+    """Times the methods of one cell: `runs` is [(method, sql)]; `where`
+    gives a method's database, port and user (dict(db=, port=, user=))
+    when they are not `db` and the defaults (the Citus nodes). With
     `rounds` > 1 the methods take turns, each for `seconds` per round (the
     order rotating from round to round), and each percentile is the median
     of the method's rounds' percentiles: this machine has episodes of a
@@ -72,7 +74,9 @@ def timed_cell(db, runs, seconds, mode, workdir, transactions, rounds):
     for r in range(rounds):
         turn = runs[r % len(runs):] + runs[:r % len(runs)]
         for m, sql in turn:
-            lat, rate = pgbench_raw(db, m, sql, seconds, mode, 1, workdir, transactions)
+            at = dict(db=db, port=None, user=None, **(where(m) if where else {}))
+            lat, rate = pgbench_raw(at["db"], m, sql, seconds, mode, 1, workdir, transactions,
+                                    port=at["port"], user=at["user"])
             per[m].append(summary(lat, rate))
     out = {}
     for m, _ in runs:
