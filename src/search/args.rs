@@ -3,8 +3,6 @@
 //! `custom_scan/exec/`). Every wrong argument is an ERROR that names it
 //! and the fix, before anything is read.
 
-use std::rc::Rc;
-
 use alerts_core::walk::RarePaths;
 use alerts_core::{ulid, Filter};
 use pgrx::pg_sys::{self, Datum, Oid};
@@ -41,9 +39,6 @@ pub struct Args<'a> {
     pub spare: i64,
     /// Oldest first (then `before` is unused: the bounds are here).
     pub ascending: Option<Ascending>,
-    /// The filter as one GIN jsonpath, when it has that form: made once
-    /// for the call's relations (a partitioned table's every leaf).
-    pub jsonpath: std::cell::OnceCell<Option<Rc<str>>>,
 }
 
 impl<'a> Args<'a> {
@@ -83,7 +78,6 @@ impl<'a> Args<'a> {
             page_size,
             spare: 0,
             ascending: None,
-            jsonpath: std::cell::OnceCell::new(),
         }
     }
 
@@ -91,10 +85,7 @@ impl<'a> Args<'a> {
     /// table, a shard or a partition of it) that offers `indexes`.
     pub fn call(&self, indexes: &Indexes) -> Call<'a> {
         let compiled = self.compiled;
-        let jsonpath = self
-            .jsonpath
-            .get_or_init(|| compiled.gin_jsonpath().map(Rc::from))
-            .clone();
+        let jsonpath = compiled.gin_jsonpath();
         Call {
             org: self.org,
             filter: self.filter,

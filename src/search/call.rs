@@ -32,7 +32,7 @@ pub struct Call<'a> {
     pub first_page: bool,
     pub paths: RarePaths,
     /// The filter as one GIN jsonpath, when it has that form.
-    pub jsonpath: Option<std::rc::Rc<str>>,
+    pub jsonpath: Option<std::sync::Arc<str>>,
     /// Oldest first; None: newest first, below `before`.
     pub ascending: Option<Ascending>,
 }

@@ -10,6 +10,8 @@
 //! - several keys: all must hold; `{}` matches every row.
 //! - `null` in a filter, and arrays inside a one-of array, are errors.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use crate::bloom::{words_of, Bitmap, BITMAP_BYTES};
@@ -45,6 +47,9 @@ pub struct Filter {
     any: Vec<Vec<Words>>,
     /// A clause with no values: nothing matches.
     never: bool,
+    /// [`Filter::gin_jsonpath`], made once when compiled: a search reads
+    /// it for every partition or shard of a call.
+    gin_path: Option<Arc<str>>,
 }
 
 impl Filter {
@@ -95,6 +100,7 @@ impl Filter {
             all: [0; 8],
             any: Vec::new(),
             never: false,
+            gin_path: None,
         };
         let mut buf = Vec::with_capacity(64);
         let mut all = Bitmap::default();
@@ -111,6 +117,7 @@ impl Filter {
             }
         }
         f.all = all.words();
+        f.gin_path = f.make_gin_jsonpath().map(Arc::from);
         Ok(f)
     }
 
@@ -153,7 +160,11 @@ impl Filter {
     /// contains". None when no such form exists: `{}` (every row), a key with
     /// no values (no row), a nested value, or a number whose canonical text is
     /// not a plain decimal.
-    pub fn gin_jsonpath(&self) -> Option<String> {
+    pub fn gin_jsonpath(&self) -> Option<Arc<str>> {
+        self.gin_path.clone()
+    }
+
+    fn make_gin_jsonpath(&self) -> Option<String> {
         if self.clauses.is_empty() || self.never {
             return None;
         }
