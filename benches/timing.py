@@ -74,7 +74,7 @@ def timed_cell(db, runs, seconds, mode, workdir, transactions, rounds, where=Non
     for r in range(rounds):
         turn = runs[r % len(runs):] + runs[:r % len(runs)]
         for m, sql in turn:
-            at = dict(db=db, port=None, user=None, **(where(m) if where else {}))
+            at = {"db": db, "port": None, "user": None, **(where(m) if where else {})}
             lat, rate = pgbench_raw(at["db"], m, sql, seconds, mode, 1, workdir, transactions,
                                     port=at["port"], user=at["user"])
             per[m].append(summary(lat, rate))
