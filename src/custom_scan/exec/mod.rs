@@ -345,9 +345,7 @@ impl Run {
                 }),
                 // `since` stays None: the node is not offered for Citus
                 // tables, whose routed calls send it
-                // A rare path on a one-row first page keeps up to LIMIT +
-                // OFFSET rows of the range it read: the next page would
-                // read it again.
+                // a one-row first page keeps what its rare path read
                 spare: self.wanted - self.size,
                 ..crate::search::Args::new(
                     (self.relid, self.rowtype),
