@@ -98,17 +98,21 @@ impl IndexWalk<'_> {
 
     /// The column filter, compiled against this relation's columns: the
     /// call's when they are at the same numbers (a partition made with
-    /// `PARTITION OF`), else compiled here once (in the walk's memory, not
-    /// the entry's: its values and equality functions are palloc'd).
+    /// `PARTITION OF`), else compiled here; decided once per walk (in the
+    /// walk's memory, not the entry's: its values and equality functions
+    /// are palloc'd).
     fn columns(&self) -> Option<&Columns> {
         let (compiled, datum) = self.columns?;
         // SAFETY: the relations are open; the datum is the call's; the
         // walk's memory outlives the entry's.
         unsafe {
-            if self.rows_of == (*self.heap).rd_id || compiled.fits((*self.heap).rd_att) {
+            if self.rows_of == (*self.heap).rd_id {
                 return Some(compiled);
             }
-            Some(self.own_columns.get_or_init(|| {
+            let own = self.own_columns.get_or_init(|| {
+                if compiled.fits((*self.heap).rd_att) {
+                    return None;
+                }
                 let old = pg_sys::MemoryContextSwitchTo((*self.entry_cxt).parent);
                 let own = Columns::compile(
                     datum,
@@ -116,8 +120,9 @@ impl IndexWalk<'_> {
                     &cstr_owned(pg_sys::get_rel_name(self.rows_of)),
                 );
                 pg_sys::MemoryContextSwitchTo(old);
-                own
-            }))
+                Some(own)
+            });
+            Some(own.as_ref().unwrap_or(compiled))
         }
     }
 

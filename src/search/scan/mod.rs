@@ -74,10 +74,10 @@ pub struct IndexWalk<'a> {
     /// The column filter, compiled against the rows' type, and its datum.
     columns: Option<(&'a Columns, Datum)>,
     /// The column filter compiled against this relation's own columns, when
-    /// it is not the rows' type (a shard's or a leaf's column numbers may
-    /// differ): made on the first candidate checked (most leaves of a
-    /// partitioned table check none).
-    own_columns: OnceCell<Columns>,
+    /// it is not the rows' type and its column numbers differ (None: they
+    /// do not, the rows' type's serves): decided on the first candidate
+    /// checked (most leaves of a partitioned table check none).
+    own_columns: OnceCell<Option<Columns>>,
     /// The table whose rows are returned: the relation itself, or the
     /// table it is a Citus shard or a partition of.
     rows_of: Oid,
