@@ -11,6 +11,7 @@
 //! |---|---|
 //! | each table's statements and route memory; whether it is a Citus table, and where its tenants' shards are | `search::session`, `search::citus` |
 //! | compiled filters | `filter_cache` |
+//! | parsed column filters | `columns` |
 //! | filters implied by the custom scan's conditions | `custom_scan::exec::values` |
 //! | the relcache epoch every cache above is checked against | `search::indexes` |
 //!

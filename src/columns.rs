@@ -7,9 +7,6 @@
 //! The direct walk tests the columns of the heap row it fetched; the
 //! statements call `alerts_columns_match(a, $n)` on their candidates.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
-
 use alerts_core::columns::{parse, ColumnClause};
 use pgrx::pg_guard;
 use pgrx::pg_sys::panic::CaughtError;
@@ -176,13 +173,10 @@ unsafe fn test(c: &ColumnClause, desc: pg_sys::TupleDesc, table: &str) -> Test {
     }
 }
 
-/// Column filters the session keeps parsed; the map is cleared when full.
-const SESSION_PARSED: usize = 256;
-
 /// The session's parsed column filters, by their jsonb bytes (a slot of
 /// the backend's state).
 #[derive(Default)]
-struct Parsed(RefCell<HashMap<Vec<u8>, Vec<ColumnClause>>>);
+struct Parsed(crate::filter_cache::SessionMap<Vec<ColumnClause>>);
 
 /// The clauses of column filter `d`, from the session's parsed filters or
 /// parsed (and kept): a filter sent again is not printed and parsed again.
@@ -190,21 +184,14 @@ struct Parsed(RefCell<HashMap<Vec<u8>, Vec<ColumnClause>>>);
 /// # Safety
 /// `d` is a non-null jsonb datum.
 unsafe fn parsed(d: Datum) -> Vec<ColumnClause> {
-    let map = &crate::backend::slot::<Parsed>().0;
-    // SAFETY: as the caller's.
-    let raw = unsafe { varlena_bytes(d) };
-    if let Some(clauses) = map.borrow().get(raw) {
-        return clauses.clone();
+    // SAFETY: as the caller's. A filter that does not parse raises and is
+    // not kept.
+    unsafe {
+        let raw = varlena_bytes(d);
+        crate::filter_cache::session_kept(&crate::backend::slot::<Parsed>().0, raw, || {
+            parse(&jsonb_value(d)).or_raise()
+        })
     }
-    // SAFETY: as the caller's. A filter that does not parse raises here
-    // and is not kept.
-    let clauses = parse(&unsafe { jsonb_value(d) }).or_raise();
-    let mut m = map.borrow_mut();
-    if m.len() >= SESSION_PARSED {
-        m.clear();
-    }
-    m.insert(raw.to_vec(), clauses.clone());
-    clauses
 }
 
 /// A value read by the column type's input function (`read`), or an ERROR

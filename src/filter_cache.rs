@@ -9,7 +9,7 @@
 //!
 //! `fn_extra` lasts one execution: a prepared statement run again starts
 //! with an empty one. The session also keeps the filters it compiled last
-//! (up to [`SESSION_FILTERS`], by their bytes), so that the same filter
+//! (up to [`SESSION_KEPT`], by their bytes), so that the same filter
 //! sent again is cloned, not parsed and compiled again.
 
 use std::cell::RefCell;
@@ -21,13 +21,30 @@ use pgrx::PgMemoryContexts;
 
 use crate::datum::{jsonb_value, varlena_bytes, OrRaise};
 
-/// Filters the session keeps compiled; the map is cleared when full.
-const SESSION_FILTERS: usize = 256;
+/// Values the session keeps per map; a map is cleared when full.
+const SESSION_KEPT: usize = 256;
 
-/// The session's compiled filters, by their jsonb bytes (a slot of the
-/// backend's state).
+/// What the session keeps made from jsonb arguments, by their bytes.
+pub type SessionMap<T> = RefCell<HashMap<Vec<u8>, T>>;
+
+/// The value `map` keeps for bytes `raw`, else the one `make` returns,
+/// kept (a `make` that raises keeps nothing).
+pub fn session_kept<T: Clone>(map: &SessionMap<T>, raw: &[u8], make: impl FnOnce() -> T) -> T {
+    if let Some(v) = map.borrow().get(raw).cloned() {
+        return v;
+    }
+    let made = make();
+    let mut m = map.borrow_mut();
+    if m.len() >= SESSION_KEPT {
+        m.clear();
+    }
+    m.insert(raw.to_vec(), made.clone());
+    made
+}
+
+/// The session's compiled filters (a slot of the backend's state).
 #[derive(Default)]
-struct Filters(RefCell<HashMap<Vec<u8>, Filter>>);
+struct Filters(SessionMap<Filter>);
 
 /// The filter of raw jsonb bytes `raw` (datum `d`), from the session's
 /// filters or compiled (and kept).
@@ -35,20 +52,10 @@ struct Filters(RefCell<HashMap<Vec<u8>, Filter>>);
 /// # Safety
 /// `d` is a non-null jsonb datum whose bytes are `raw`.
 unsafe fn session_compiled(raw: &[u8], d: Datum) -> Filter {
-    let filters = &crate::backend::slot::<Filters>().0;
-    if let Some(f) = filters.borrow().get(raw).cloned() {
-        return f;
-    }
-    // SAFETY: as the caller's. A filter that does not compile raises here
-    // and is not kept.
-    let filter = Filter::compile(&unsafe { jsonb_value(d) }).or_raise();
-    let mut s = filters.borrow_mut();
-    if s.len() >= SESSION_FILTERS {
-        s.clear();
-    }
-    s.insert(raw.to_vec(), filter.clone());
-    drop(s);
-    filter
+    session_kept(&crate::backend::slot::<Filters>().0, raw, || {
+        // SAFETY: as the caller's.
+        Filter::compile(&unsafe { jsonb_value(d) }).or_raise()
+    })
 }
 
 /// The filter of jsonb datum `d`, from the session's filters or compiled
