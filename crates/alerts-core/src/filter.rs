@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::bloom::{words_of, Bitmap, BITMAP_BYTES};
 use crate::encoding::{attributes_object, encode_value, write_element, EncodedValue};
 use crate::error::{json_type_name, Error, ErrorKind};
+use crate::jsonpath::gin_jsonpath;
 
 type Words = [u64; BITMAP_BYTES / 8];
 
@@ -117,7 +118,16 @@ impl Filter {
             }
         }
         f.all = all.words();
-        f.gin_path = f.make_gin_jsonpath().map(Arc::from);
+        f.gin_path = if f.never {
+            None
+        } else {
+            gin_jsonpath(
+                f.clauses
+                    .iter()
+                    .map(|c| (c.key.as_str(), c.values.as_slice())),
+            )
+            .map(Arc::from)
+        };
         Ok(f)
     }
 
@@ -162,38 +172,6 @@ impl Filter {
     /// not a plain decimal.
     pub fn gin_jsonpath(&self) -> Option<Arc<str>> {
         self.gin_path.clone()
-    }
-
-    fn make_gin_jsonpath(&self) -> Option<String> {
-        if self.clauses.is_empty() || self.never {
-            return None;
-        }
-        let mut out = String::new();
-        for (i, c) in self.clauses.iter().enumerate() {
-            if i > 0 {
-                out.push_str(" && ");
-            }
-            let key = Value::String(c.key.clone()).to_string();
-            out.push('(');
-            for (j, v) in c.values.iter().enumerate() {
-                if j > 0 {
-                    out.push_str(" || ");
-                }
-                let text = std::str::from_utf8(&v.bytes).ok()?;
-                let literal = match v.tag {
-                    b's' => Value::String(text.to_string()).to_string(),
-                    b'b' if text == "true" || text == "false" => text.to_string(),
-                    b'n' if is_plain_decimal(text) => text.to_string(),
-                    _ => return None,
-                };
-                out.push_str("$.");
-                out.push_str(&key);
-                out.push_str(" == ");
-                out.push_str(&literal);
-            }
-            out.push(')');
-        }
-        Some(out)
     }
 
     /// The probabilistic test: false means the row cannot match; true means it
@@ -269,18 +247,6 @@ impl Filter {
         }
         Ok(true)
     }
-}
-
-/// `-?digits(.digits)?`: a number jsonpath reads as one constant (a leading
-/// minus is folded into the literal), with the value numeric gives it.
-fn is_plain_decimal(s: &str) -> bool {
-    let body = s.strip_prefix('-').unwrap_or(s);
-    let (int, frac) = match body.split_once('.') {
-        Some((i, f)) => (i, Some(f)),
-        None => (body, None),
-    };
-    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
-    digits(int) && frac.is_none_or(digits)
 }
 
 /// Every bit of `mask` is set in `w`.
@@ -447,12 +413,5 @@ mod tests {
         assert_eq!(p(json!({})), None);
         assert_eq!(p(json!({"a": "x", "b": []})), None);
         assert_eq!(p(json!({"o": {"x": 1}})), None);
-        assert!(is_plain_decimal("-0.001") && is_plain_decimal("10"));
-        assert!(
-            !is_plain_decimal("1e5")
-                && !is_plain_decimal("-")
-                && !is_plain_decimal("1.")
-                && !is_plain_decimal(".5")
-        );
     }
 }

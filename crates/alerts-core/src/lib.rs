@@ -15,6 +15,7 @@ pub mod containment;
 pub mod encoding;
 pub mod error;
 pub mod filter;
+pub mod jsonpath;
 pub mod keys;
 pub mod ulid;
 pub mod walk;
