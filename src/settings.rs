@@ -22,12 +22,19 @@ pub static SEARCH_DIRECT_SCAN: GucSetting<bool> = GucSetting::<bool>::new(true);
 /// Off: plain SQL gets Postgres' own plans.
 pub static CUSTOM_SCAN: GucSetting<bool> = GucSetting::<bool>::new(true);
 
+/// `alerts.custom_scan_partitioned` (default on): whether a partitioned
+/// table whose partitions' ids overlap (not ranged by `id` alone) is
+/// offered one node that searches it whole, merging its partitions as
+/// `alerts_search` does. Off: a node per partition under Postgres' `Merge
+/// Append`.
+pub static CUSTOM_SCAN_PARTITIONED: GucSetting<bool> = GucSetting::<bool>::new(true);
+
 /// Defines the settings and reserves the `alerts.` prefix.
 ///
 /// # Safety
 /// Called once, from `_PG_init`.
 pub unsafe fn define() {
-    let bools: [(&CStr, &CStr, &CStr, &'static GucSetting<bool>); 3] = [
+    let bools: [(&CStr, &CStr, &CStr, &'static GucSetting<bool>); 4] = [
         (
             c"alerts.search_shortcuts",
             c"Lets alerts_search send a tenant and filter its walk found rare straight to GIN for 10 seconds.",
@@ -45,6 +52,12 @@ pub unsafe fn define() {
             c"Offers the planner a search for plain SQL: organisation_id = ... AND attribute_values @> ... ORDER BY id DESC.",
             c"Only another plan for the same query: off leaves plain SQL to Postgres' own plans. Active once the library is loaded (shared_preload_libraries or session_preload_libraries).",
             &CUSTOM_SCAN,
+        ),
+        (
+            c"alerts.custom_scan_partitioned",
+            c"Offers one node that searches a partitioned table whole when its partitions' ids overlap.",
+            c"Off: a node for each partition, merged by Postgres' Merge Append. Both plans return the same rows.",
+            &CUSTOM_SCAN_PARTITIONED,
         ),
     ];
     for (name, short, long, setting) in bools {

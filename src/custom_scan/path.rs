@@ -21,10 +21,12 @@ use pgrx::pg_sys;
 use super::quals::{self, Columns};
 use super::shape::{Shape, NAME};
 use super::table::{
-    columns_of, has_pagination_index, ids_unique, merged_child, reads_system_columns, table_of,
+    columns_of, has_pagination_index, ids_unique, merged_child, partitioned_of,
+    reads_system_columns, table_of, Partitioned,
 };
 
 static mut PREVIOUS: pg_sys::set_rel_pathlist_hook_type = None;
+static mut PREVIOUS_UPPER: pg_sys::create_upper_paths_hook_type = None;
 
 /// Installs the hook, after any already there, and registers the plan's
 /// methods by name.
@@ -38,6 +40,8 @@ pub unsafe fn install() {
         pg_sys::RegisterCustomScanMethods(&raw const SCAN_METHODS);
         PREVIOUS = pg_sys::set_rel_pathlist_hook;
         pg_sys::set_rel_pathlist_hook = Some(hook);
+        PREVIOUS_UPPER = pg_sys::create_upper_paths_hook;
+        pg_sys::create_upper_paths_hook = Some(upper_hook);
     }
 }
 
@@ -54,57 +58,128 @@ unsafe extern "C-unwind" fn hook(
             previous(root, rel, rti, rte);
         }
         if crate::settings::CUSTOM_SCAN.get() && !crate::search::running() {
-            offer(root, rel, rti, rte);
+            if let Some(path) = offer(root, rel, rti, rte) {
+                pg_sys::add_path(rel, path.cast());
+            }
         }
     }
 }
 
-/// Offers the path when the scan of `rel` qualifies (see the module
-/// comment); does nothing otherwise.
+/// A partitioned table searched whole, when the query reads it alone:
+/// once the query's target is known, Postgres drops a partitioned table's
+/// own paths and builds them again from its partitions'
+/// (`apply_scanjoin_target_to_paths`), so the node is offered again here,
+/// among the paths of the rows in the query's order.
+#[pg_guard]
+unsafe extern "C-unwind" fn upper_hook(
+    root: *mut pg_sys::PlannerInfo,
+    stage: pg_sys::UpperRelationKind::Type,
+    input_rel: *mut pg_sys::RelOptInfo,
+    output_rel: *mut pg_sys::RelOptInfo,
+    extra: *mut std::ffi::c_void,
+) {
+    // SAFETY: the planner's own arguments; a base relation's range table
+    // entry is in the planner's array.
+    unsafe {
+        if let Some(previous) = PREVIOUS_UPPER {
+            previous(root, stage, input_rel, output_rel, extra);
+        }
+        if stage != pg_sys::UpperRelationKind::UPPERREL_ORDERED
+            || !crate::settings::CUSTOM_SCAN.get()
+            || crate::search::running()
+            || (*input_rel).reloptkind != pg_sys::RelOptKind::RELOPT_BASEREL
+            || (*input_rel).relid == 0
+        {
+            return;
+        }
+        let rti = (*input_rel).relid;
+        let rte = *(*root).simple_rte_array.add(rti as usize);
+        if (*rte).relkind != pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char {
+            return;
+        }
+        // The query's target, as Postgres' own ordered paths compute it
+        // (the ordered rel's own target is not set).
+        let theirs = (*output_rel).pathlist;
+        if (*(*root).parse).hasTargetSRFs || pg_sys::list_length(theirs) == 0 {
+            return;
+        }
+        let target = (*(pg_sys::list_nth(theirs, 0) as *mut pg_sys::Path)).pathtarget;
+        if let Some(path) = offer(root, input_rel, rti, rte) {
+            // the node computes the target from the rows it reads
+            // (`ExecScan` projects), with no Result above it
+            (*path).flags |= pg_sys::CUSTOMPATH_SUPPORT_PROJECTION;
+            let path = pg_sys::apply_projection_to_path(root, output_rel, path.cast(), target);
+            pg_sys::add_path(output_rel, path);
+        }
+    }
+}
+
+/// The path, when the scan of `rel` qualifies (see the module comment).
 unsafe fn offer(
     root: *mut pg_sys::PlannerInfo,
     rel: *mut pg_sys::RelOptInfo,
     rti: pg_sys::Index,
     rte: *mut pg_sys::RangeTblEntry,
-) {
+) -> Option<*mut pg_sys::CustomPath> {
     // SAFETY: planner structures, read; the path is built in the planner's
     // memory.
     unsafe {
         let parse = (*root).parse;
+        // A partitioned table whose partitions' ids overlap is also offered
+        // one node that searches it whole (the search merges its
+        // partitions), beside the node each partition gets under Postgres'
+        // Merge Append.
+        let whole = (*rte).relkind == pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char
+            && (*rte).inh
+            && (*rel).reloptkind == pg_sys::RelOptKind::RELOPT_BASEREL
+            && crate::settings::CUSTOM_SCAN_PARTITIONED.get();
         if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION
-            || (*rte).relkind != pg_sys::RELKIND_RELATION as std::ffi::c_char
+            || !((*rte).relkind == pg_sys::RELKIND_RELATION as std::ffi::c_char || whole)
             || (*parse).commandType != pg_sys::CmdType::CMD_SELECT
             || !(*root).rowMarks.is_null()
             || pg_sys::list_length((*root).query_pathkeys) != 1
             || (*rel).baserestrictinfo.is_null()
         {
-            return;
+            return None;
         }
         let relid = (*rte).relid;
-        let Some(cols) = columns_of(relid) else {
-            return;
-        };
+        let cols = columns_of(relid)?;
         let found = quals::usable((*rel).baserestrictinfo, rti, &cols);
-        let Some(org) = found.org else {
-            return;
-        };
-        let Some(ascending) = id_order(root, rel, rti, &cols) else {
-            return;
-        };
+        let org = found.org?;
+        let ascending = id_order(root, rel, rti, &cols)?;
         // A row whose id is NULL can match, and a search never returns it
         // (its window is a range of ids): offered only where no such row
         // can be, or the query's own bounds on `id` refuse it.
         let id_bounded =
             !(found.lower.is_empty() && found.upper.is_empty() && found.upper_inclusive.is_empty());
         let table = table_of(relid, cols.id);
+        // Searched whole: newest first, its pagination index valid (every
+        // partition has one), every partition kept a heap table.
+        let parts = if whole {
+            if ascending || !crate::search::merges_children(relid) {
+                return None;
+            }
+            match partitioned_of(root, rel, relid, &cols) {
+                Some(p) if p.pagination_index && !p.leaves.is_empty() => Some(p),
+                _ => return None,
+            }
+        } else {
+            None
+        };
         if found.filters.is_empty()
-            || !table.heap_without_children
+            || !(parts.is_some() || table.heap_without_children)
             || !(id_bounded || table.id_not_null)
-            || !has_pagination_index(rel, &cols)
+            || !(parts.is_some() || has_pagination_index(rel, &cols))
             || reads_system_columns(rel, rti)
             || crate::search::is_distributed(relid)
+            // A partition read through its parent is read with the parent's
+            // privileges and policies; its search's rare paths run
+            // statements naming the partition, with its own: offered only
+            // where the role reads the partition as it is.
+            || ((*rel).reloptkind == pg_sys::RelOptKind::RELOPT_OTHER_MEMBER_REL
+                && !crate::search::plain_read(relid))
         {
-            return;
+            return None;
         }
 
         // The query's LIMIT (and OFFSET) size the first page when this
@@ -132,7 +207,9 @@ unsafe fn offer(
         let offset = limit_expr((*parse).limitOffset);
 
         let shape = Shape {
-            ids_unique: ids_unique(rel, &cols),
+            ids_unique: parts
+                .as_ref()
+                .map_or_else(|| ids_unique(rel, &cols), |p| p.ids_unique),
             filters: found.filters.iter().map(|f| f.0).collect(),
             lower: found.lower.len(),
             upper: found.upper.len(),
@@ -142,6 +219,7 @@ unsafe fn offer(
             upper_inclusive: found.upper_inclusive.len(),
             ascending,
             merged: merged_child(root, rel),
+            partitioned: parts.is_some(),
         };
         let mut exprs: *mut pg_sys::List = std::ptr::null_mut();
         let mut push = |e: *mut std::ffi::c_void| exprs = pg_sys::lappend(exprs, e);
@@ -168,7 +246,7 @@ unsafe fn offer(
             ints = pg_sys::lappend(ints, pg_sys::makeInteger(i).cast());
         }
 
-        let (startup, total) = cost(root, rel, found.org_qual);
+        let (startup, total) = cost(root, rel, found.org_qual, parts.as_ref());
         let path =
             pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomPath>()) as *mut pg_sys::CustomPath;
         (*path).path.type_ = pg_sys::NodeTag::T_CustomPath;
@@ -193,7 +271,7 @@ unsafe fn offer(
             guaranteed.cast(),
         );
         (*path).methods = &raw const PATH_METHODS;
-        pg_sys::add_path(rel, path.cast());
+        Some(path)
     }
 }
 
@@ -230,34 +308,52 @@ unsafe fn id_order(
 /// one index descent: rows come as soon as the first page is found. An
 /// index scan with the same quals as a filter reads the heap for every
 /// entry, so it costs more unless nearly every row matches; a unique id
-/// lookup costs less.
+/// lookup costs less. A partitioned table searched whole costs what its
+/// kept leaves' scans would, each by its own rows and entries in the
+/// window (most leaves by created_at have none of a recent one), without
+/// the merge above them.
 unsafe fn cost(
     root: *mut pg_sys::PlannerInfo,
     rel: *mut pg_sys::RelOptInfo,
     org_qual: *mut pg_sys::RestrictInfo,
+    parts: Option<&Partitioned>,
 ) -> (f64, f64) {
     // SAFETY: planner structures and cost settings, read.
     unsafe {
-        let tenant_share = pg_sys::clauselist_selectivity(
-            root,
-            pg_sys::lappend(std::ptr::null_mut(), org_qual.cast()),
-            0,
-            pg_sys::JoinType::JOIN_INNER,
-            std::ptr::null_mut(),
-        );
-        let entries = ((*rel).tuples * tenant_share).max(1.0);
-        let matches = (*rel).rows.max(1.0);
-        let per_entry = pg_sys::cpu_index_tuple_cost + pg_sys::cpu_operator_cost;
-        let per_match = pg_sys::cpu_tuple_cost + 0.05 * pg_sys::random_page_cost;
-        // Fewer than one match in 200 entries: the walk leaves after a
-        // first chunk (`alerts_core::walk::leave_walk`).
-        let walked = if matches * 200.0 < entries {
-            entries.min(2000.0)
-        } else {
-            entries
+        let one = |entries: f64, rows: f64| {
+            let entries = entries.max(1.0);
+            let matches = rows.max(1.0);
+            let per_entry = pg_sys::cpu_index_tuple_cost + pg_sys::cpu_operator_cost;
+            let per_match = pg_sys::cpu_tuple_cost + 0.05 * pg_sys::random_page_cost;
+            // Fewer than one match in 200 entries: the walk leaves after a
+            // first chunk (`alerts_core::walk::leave_walk`).
+            let walked = if matches * 200.0 < entries {
+                entries.min(2000.0)
+            } else {
+                entries
+            };
+            let startup = 100.0 * pg_sys::cpu_operator_cost;
+            (startup, startup + walked * per_entry + matches * per_match)
         };
-        let startup = 100.0 * pg_sys::cpu_operator_cost;
-        (startup, startup + walked * per_entry + matches * per_match)
+        match parts {
+            None => {
+                let tenant_share = pg_sys::clauselist_selectivity(
+                    root,
+                    pg_sys::lappend(std::ptr::null_mut(), org_qual.cast()),
+                    0,
+                    pg_sys::JoinType::JOIN_INNER,
+                    std::ptr::null_mut(),
+                );
+                one((*rel).tuples * tenant_share, (*rel).rows)
+            }
+            Some(p) => p
+                .leaves
+                .iter()
+                .fold((0.0, 0.0), |(s, t), &(entries, rows)| {
+                    let (ls, lt) = one(entries, rows);
+                    (s + ls, t + lt)
+                }),
+        }
     }
 }
 

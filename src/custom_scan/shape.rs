@@ -34,6 +34,9 @@ pub struct Shape {
     /// of every child, and most give no more, so the first page is of one
     /// row.
     pub merged: bool,
+    /// The scan is of a partitioned table as a whole: the search merges
+    /// its partitions (`alerts.custom_scan_partitioned`).
+    pub partitioned: bool,
 }
 
 impl Shape {
@@ -51,6 +54,7 @@ impl Shape {
         v.push(self.upper_inclusive as i32);
         v.push(self.ascending as i32);
         v.push(self.merged as i32);
+        v.push(self.partitioned as i32);
         v
     }
 
@@ -71,6 +75,7 @@ impl Shape {
             upper_inclusive: rest[5 + 2 * rest[4] as usize] as usize,
             ascending: rest[6 + 2 * rest[4] as usize] != 0,
             merged: rest[7 + 2 * rest[4] as usize] != 0,
+            partitioned: rest[8 + 2 * rest[4] as usize] != 0,
         }
     }
 }

@@ -1,7 +1,8 @@
 //! What the planner learns of the scanned table for the offer: the
 //! columns a search reads, the table's kind, its pagination and unique
-//! indexes, the system columns the query reads, and whether its parent's
-//! plan merges it with its siblings.
+//! indexes, the system columns the query reads, whether its parent's
+//! plan merges it with its siblings, and of a partitioned table searched
+//! whole, its indexes and kept leaves.
 
 use pgrx::pg_sys::{self, AttrNumber, Oid};
 
@@ -162,5 +163,126 @@ pub unsafe fn merged_child(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::Rel
         let parent = *(*root).simple_rte_array.add((*info).parent_relid as usize);
         (*parent).rtekind != pg_sys::RTEKind::RTE_RELATION
             || crate::search::merges_children((*parent).relid)
+    }
+}
+
+/// What the offer of one node for a whole partitioned table needs: its
+/// indexes (a partitioned index is valid once every partition has its
+/// own) and the leaves the planner kept.
+pub struct Partitioned {
+    /// A valid btree led by `(organisation_id, id)` (what a search of the
+    /// table requires, as [`has_pagination_index`] for one table).
+    pub pagination_index: bool,
+    /// As [`ids_unique`].
+    pub ids_unique: bool,
+    /// Of each kept leaf, the entries a search walks (its tenant's rows in
+    /// the window, by the leaf's own statistics) and its estimated rows.
+    pub leaves: Vec<(f64, f64)>,
+}
+
+/// [`Partitioned`] for partitioned table `rel`; None when a kept leaf is
+/// not a heap table (a foreign partition: the search would read it
+/// through statements, and Postgres' own plan is offered alone).
+///
+/// # Safety
+/// `rel` is a partitioned base relation of `root`, being planned, whose
+/// table the planner holds locked.
+pub unsafe fn partitioned_of(
+    root: *mut pg_sys::PlannerInfo,
+    rel: *mut pg_sys::RelOptInfo,
+    relid: Oid,
+    cols: &Columns,
+) -> Option<Partitioned> {
+    // SAFETY: as the caller's; indexes are opened under the lock planning
+    // takes and closed keeping it.
+    unsafe {
+        let mut found = Partitioned {
+            pagination_index: false,
+            ids_unique: false,
+            leaves: Vec::new(),
+        };
+        if !kept_leaves(root, rel, cols.id, &mut found) {
+            return None;
+        }
+        let table = pg_sys::relation_open(relid, pg_sys::NoLock as i32);
+        let list = pg_sys::RelationGetIndexList(table);
+        for i in 0..pg_sys::list_length(list) {
+            let oid = (*pg_sys::list_nth_cell(list, i)).oid_value;
+            let index = pg_sys::relation_open(oid, pg_sys::AccessShareLock as i32);
+            let form = &*(*index).rd_index;
+            let keys = form.indkey.values.as_slice(form.indnkeyatts as usize);
+            let whole = form.indisvalid && pg_sys::RelationGetIndexPredicate(index).is_null();
+            found.pagination_index |= whole
+                && (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
+                && keys.len() >= 2
+                && keys[0] == cols.org
+                && keys[1] == cols.id
+                && (0..2).all(|k| *(*index).rd_opfamily.add(k) == pg_sys::TEXT_BTREE_FAM_OID)
+                && *(*index).rd_indcollation == cols.org_collation
+                && *(*index).rd_indcollation.add(1) == cols.id_collation;
+            found.ids_unique |= whole
+                && form.indisunique
+                && form.indimmediate
+                && keys.contains(&cols.id)
+                && keys.iter().all(|&k| k == cols.id || k == cols.org);
+            pg_sys::relation_close(index, pg_sys::NoLock as i32);
+        }
+        pg_sys::relation_close(table, pg_sys::NoLock as i32);
+        Some(found)
+    }
+}
+
+/// Counts the leaves under `rel` the planner kept (every level) into
+/// `found`; false when one is not a heap table.
+///
+/// # Safety
+/// As [`partitioned_of`].
+unsafe fn kept_leaves(
+    root: *mut pg_sys::PlannerInfo,
+    rel: *mut pg_sys::RelOptInfo,
+    id: AttrNumber,
+    found: &mut Partitioned,
+) -> bool {
+    // SAFETY: part_rels has nparts entries, NULL for partitions pruned.
+    unsafe {
+        if (*rel).part_rels.is_null() {
+            return true;
+        }
+        for i in 0..(*rel).nparts as usize {
+            let child = *(*rel).part_rels.add(i);
+            if child.is_null() {
+                continue;
+            }
+            if (*child).nparts > 0 {
+                if !kept_leaves(root, child, id, found) {
+                    return false;
+                }
+                continue;
+            }
+            let rte = *(*root).simple_rte_array.add((*child).relid as usize);
+            if !table_of((*rte).relid, id).heap_without_children {
+                return false;
+            }
+            // the tenant's equality and the id bounds, as this leaf has them
+            let Some(cols) = columns_of((*rte).relid) else {
+                return false;
+            };
+            let window = super::quals::usable((*child).baserestrictinfo, (*child).relid, &cols);
+            let mut quals: *mut pg_sys::List = std::ptr::null_mut();
+            for &rinfo in &window.guaranteed {
+                quals = pg_sys::lappend(quals, rinfo.cast());
+            }
+            let share = pg_sys::clauselist_selectivity(
+                root,
+                quals,
+                0,
+                pg_sys::JoinType::JOIN_INNER,
+                std::ptr::null_mut(),
+            );
+            found
+                .leaves
+                .push(((*child).tuples.max(0.0) * share, (*child).rows));
+        }
+        true
     }
 }

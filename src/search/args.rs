@@ -39,6 +39,12 @@ pub struct Args<'a> {
     pub spare: i64,
     /// Oldest first (then `before` is unused: the bounds are here).
     pub ascending: Option<Ascending>,
+    /// A partitioned table read in several searches (the custom scan's
+    /// pages): its partition tree when the first began. The direct walk
+    /// reads only those partitions; a search through statements, which
+    /// read the table's partitions as they are, raises an ERROR if the
+    /// tree has changed since (`partitions::unchanged`).
+    pub pinned: Option<&'a [Oid]>,
 }
 
 impl<'a> Args<'a> {
@@ -78,6 +84,7 @@ impl<'a> Args<'a> {
             page_size,
             spare: 0,
             ascending: None,
+            pinned: None,
         }
     }
 

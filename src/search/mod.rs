@@ -66,8 +66,9 @@ pub use args::Args;
 use args::{checked_args, function_schema, same_columns_as_planned};
 pub use call::Ascending;
 pub use indexes::register_callbacks;
+pub use layout::plain_read;
 use page::Page;
-pub use partitions::merges_children;
+pub use partitions::{merges_children, tree as partition_tree};
 use spi::cstr_owned;
 
 crate::datum::finfo_v1!(pg_finfo_alerts_search);
@@ -96,14 +97,21 @@ pub unsafe fn rows(args: &Args) -> Vec<Datum> {
     page.into_rows()
 }
 
-/// Every row of tenant `org` in `relid` (not its partitions), of row type
-/// `rowtype`, whose id is `id`, unfiltered, in the current memory context:
-/// where a page ends among rows sharing its last id, the custom scan reads
-/// them all here, so that the next page (ids below it) loses none.
+/// Every row of tenant `org` in `relid` (not its inheritance children; a
+/// partitioned table's partitions, which its node searches whole), of row
+/// type `rowtype`, whose id is `id`, unfiltered, in the current memory
+/// context: where a page ends among rows sharing its last id, the custom
+/// scan reads them all here, so that the next page (ids below it) loses
+/// none.
 ///
 /// # Safety
 /// `org` and `id` are live text datums; `relid` is a table, locked.
-pub unsafe fn rows_with_id(relid: Oid, rowtype: Oid, org: Datum, id: Datum) -> Vec<Datum> {
+pub unsafe fn rows_with_id(
+    relid: Oid,
+    rowtype: Oid,
+    (org, id): (Datum, Datum),
+    pinned: Option<&[Oid]>,
+) -> Vec<Datum> {
     // SAFETY: one read-only statement, connected and with search_path
     // pinned as in `fill`, with the caller's snapshot.
     unsafe {
@@ -111,7 +119,12 @@ pub unsafe fn rows_with_id(relid: Oid, rowtype: Oid, org: Datum, id: Datum) -> V
         spi::in_search(|| {
             let mut table = session::table(relid, relid, &extension_schema);
             let statements = &mut table.value.as_mut().expect("prepared").statements;
-            page.add(spi::execute(statements.with_id(), &[org, id]));
+            let partitioned = pg_sys::get_rel_relkind(relid)
+                == pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char;
+            page.add(spi::execute(statements.with_id(partitioned), &[org, id]));
+            if let Some(pinned) = pinned {
+                partitions::unchanged(relid, pinned);
+            }
         });
         page.into_rows()
     }
@@ -405,6 +418,9 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
                         },
                         || page.borrow_mut().clear(),
                     );
+                    if let Some(pinned) = args.pinned {
+                        partitions::unchanged(source, pinned);
+                    }
                 }
             }
         }

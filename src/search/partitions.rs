@@ -56,6 +56,30 @@ pub unsafe fn tree(relid: Oid) -> Option<Vec<Oid>> {
     }
 }
 
+/// An ERROR unless the partition tree of `relid` is still `before`: a
+/// plain query's scan of a partitioned table searched whole reads it in
+/// pages, one search each, and they must all read one partition set, as
+/// Postgres' own plan does (a partition can be attached beside a running
+/// query). The direct walk reads only the partitions of `before`; a
+/// search through statements reads the table's as they are, and checks
+/// here after it has read.
+///
+/// # Safety
+/// As [`tree`].
+pub unsafe fn unchanged(relid: Oid, before: &[Oid]) {
+    // SAFETY: as the caller's.
+    unsafe {
+        if tree(relid).unwrap_or_default() != before {
+            let name = super::spi::cstr_owned(pg_sys::get_rel_name(relid));
+            error(
+                PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
+                format!("alerts_search: partitions of {name} were attached or detached while the query read it in pages (the pages would mix two sets of partitions)"),
+                "retry the query",
+            );
+        }
+    }
+}
+
 /// How many times a call reads its page again after partitions were
 /// attached while it ran, before it gives up.
 const TRIES: u32 = 4;

@@ -278,14 +278,14 @@ impl Statements {
     }
 
     /// Every row of tenant `$1` whose id is `$2`, of this table alone (not
-    /// its children), unfiltered: where a custom scan's page ends among
-    /// rows sharing its last id, it reads them all with this. Prepared on
-    /// the first page that does (only tables whose ids may repeat have
-    /// them), and kept.
+    /// its inheritance children; of every partition when `partitioned`),
+    /// unfiltered: where a custom scan's page ends among rows sharing its
+    /// last id, it reads them all with this. Prepared on the first page
+    /// that does (only tables whose ids may repeat have them), and kept.
     ///
     /// # Safety
     /// SPI must be connected.
-    pub unsafe fn with_id(&mut self) -> pg_sys::SPIPlanPtr {
+    pub unsafe fn with_id(&mut self, partitioned: bool) -> pg_sys::SPIPlanPtr {
         if let Some(p) = self.with_id {
             return p;
         }
@@ -294,7 +294,8 @@ impl Statements {
         let plan = unsafe {
             let plan = prepare(
                 &format!(
-                    "SELECT {row} AS r FROM ONLY {t} a WHERE a.organisation_id = $1 AND a.id = $2"
+                    "SELECT {row} AS r FROM {} {t} a WHERE a.organisation_id = $1 AND a.id = $2",
+                    if partitioned { "" } else { "ONLY" }
                 ),
                 &[TEXT, TEXT],
             );

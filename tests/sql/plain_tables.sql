@@ -67,7 +67,10 @@ SELECT shape, plain_same(q, 'ORG_C', '{"team": "T1"}', '01K') AS result FROM (VA
 ) s(shape, q);
 DROP TABLE nid;
 
--- Partitioned tables: the node on each partition, merged in id order.
+-- Partitioned tables. By created_at: one node searches the table whole
+-- (the search merges the partitions); with alerts.custom_scan_partitioned
+-- off, the node on each partition, merged by Postgres' Merge Append. By
+-- id: the node on each partition, read in order.
 CREATE TABLE pp (LIKE alerts INCLUDING DEFAULTS, PRIMARY KEY (id, created_at)) PARTITION BY RANGE (created_at);
 CREATE TABLE pp_2025a PARTITION OF pp FOR VALUES FROM ('2024-01-01') TO ('2025-07-01');
 CREATE TABLE pp_2025b PARTITION OF pp FOR VALUES FROM ('2025-07-01') TO ('2027-01-01');
@@ -83,11 +86,20 @@ SELECT alerts_index_command('pq') \gexec
 ANALYZE pp, pq;
 EXPLAIN (COSTS OFF)
 SELECT id FROM pp WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T1"}' ORDER BY id DESC LIMIT 50;
+SET alerts.custom_scan_partitioned = off;
+EXPLAIN (COSTS OFF)
+SELECT id FROM pp WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T1"}' ORDER BY id DESC LIMIT 50;
+RESET alerts.custom_scan_partitioned;
 EXPLAIN (COSTS OFF)
 SELECT id FROM pq WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T1"}' ORDER BY id DESC LIMIT 50;
 SELECT t, f, plain_same(format('SELECT id FROM %s WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 ORDER BY id DESC LIMIT $4', t), 'ORG_B', f::jsonb, '01K0', 120)
 FROM unnest(ARRAY['pp', 'pq']) t, unnest(ARRAY['{"team": "T1"}', '{"env": "prod", "sev": 3}', '{"rare": "needle"}']) f
 ORDER BY t, f;
+SET alerts.custom_scan_partitioned = off;
+SELECT f, plain_same('SELECT id FROM pp WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 ORDER BY id DESC LIMIT $4', 'ORG_B', f::jsonb, '01K0', 120) AS per_partition
+FROM unnest(ARRAY['{"team": "T1"}', '{"env": "prod", "sev": 3}', '{"rare": "needle"}']) f
+ORDER BY f;
+RESET alerts.custom_scan_partitioned;
 EXPLAIN (COSTS OFF)
 SELECT id FROM pq WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T1"}' ORDER BY id LIMIT 50;
 SELECT t, f, plain_same(format('SELECT id FROM %s WHERE organisation_id = $1 AND attribute_values @> $2 AND id > $3 ORDER BY id ASC LIMIT $4', t), 'ORG_B', f::jsonb, '01JX', 120)
@@ -99,6 +111,7 @@ ORDER BY t, f;
 -- else the range it read holds, up to LIMIT + OFFSET rows (one page where
 -- there were two), in order, none skipped. Each filter twice: the second
 -- time its remembered route sends the first page straight to the index.
+SET alerts.custom_scan_partitioned = off;
 CREATE FUNCTION merged_pages(q text) RETURNS TABLE (leaf text, rows_out int, pages text, routes text) LANGUAGE plpgsql AS $$
 DECLARE
     plan json;
@@ -124,6 +137,7 @@ ORDER BY run, f;
 SELECT count(*) AS primed FROM (SELECT id FROM pp WHERE organisation_id = 'ORG_B' AND attribute_values @> '{"team": "T37"}' ORDER BY id DESC LIMIT 10) s;
 SELECT * FROM merged_pages('SELECT id FROM pp WHERE organisation_id = ''ORG_B'' AND attribute_values @> ''{"team": "T37"}'' ORDER BY id DESC LIMIT 10');
 ROLLBACK;
+RESET alerts.custom_scan_partitioned;
 
 -- Plans cached before alerts_disable: planned again, no node, same rows.
 PREPARE odd_page(jsonb) AS SELECT id FROM odd WHERE organisation_id = 'ORG_C' AND attribute_values @> $1 ORDER BY id DESC LIMIT 20;
@@ -164,6 +178,81 @@ SELECT * FROM plain_differential(
 ALTER TABLE alerts ALTER COLUMN attribute_values_bitmap TYPE bit(512) USING alerts_bloom(attribute_values);
 VACUUM ANALYZE alerts;
 RESET alerts.custom_scan;
+
+-- A partition attached while a plain query reads a partitioned table in
+-- pages, one search each. ATTACH takes only SHARE UPDATE EXCLUSIVE on the
+-- parent, so it may commit between two of them. A second client
+-- (tests/clients/attach_plain_searcher.sql) reads every match of p_attach
+-- (800: pages of 50, then 100...) waiting, after its first page, on an
+-- advisory lock this session holds while it attaches p_attach_2: through
+-- a qual of the query (the direct walk: the later pages read the first
+-- page's partitions, and the query returns the rows of those), then under
+-- a policy (the search reads through statements, which would see the new
+-- partition: the query ends with a serialization failure).
+CREATE TABLE p_attach (id text COLLATE "C" NOT NULL, organisation_id text COLLATE "C" NOT NULL, created_at timestamptz NOT NULL,
+                       attribute_values jsonb NOT NULL DEFAULT '{}', PRIMARY KEY (id, created_at)) PARTITION BY RANGE (created_at);
+CREATE TABLE p_attach_1 PARTITION OF p_attach FOR VALUES FROM ('2025-01-01') TO ('2025-07-01');
+CREATE TABLE p_attach_2 PARTITION OF p_attach FOR VALUES FROM ('2025-07-01') TO ('2026-01-01');
+INSERT INTO p_attach SELECT alerts_ulid(timestamptz '2025-01-01' + g * interval '1 hour'), 'ORG_A', timestamptz '2025-01-01' + g * interval '1 hour',
+                            jsonb_build_object('env', CASE WHEN g % 10 = 0 THEN 'prod' ELSE 'dev' END)
+FROM generate_series(1, 8000) g;
+CALL alerts_enable('p_attach');
+SELECT alerts_index_command('p_attach') \gexec
+CREATE FUNCTION attach_wait() RETURNS boolean LANGUAGE plpgsql VOLATILE AS
+$$ BEGIN PERFORM pg_advisory_lock_shared(4343); PERFORM pg_advisory_unlock_shared(4343); RETURN true; END $$;
+CREATE POLICY attach_gate ON p_attach USING (attach_wait());
+CREATE TABLE attach_how (who text, gate_in_query boolean);
+CREATE TABLE attach_result (outcome text);
+CREATE ROLE regress_alerts_attach;
+GRANT SELECT ON p_attach TO regress_alerts_attach;
+GRANT SELECT ON attach_how TO regress_alerts_attach;
+GRANT INSERT ON attach_result TO regress_alerts_attach;
+ANALYZE p_attach;
+SELECT count(*) AS matches_of_both FROM (SELECT id FROM p_attach WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"env": "prod"}' ORDER BY id DESC) s;
+EXPLAIN (COSTS OFF)
+SELECT id FROM p_attach WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"env": "prod"}' AND attach_wait() ORDER BY id DESC;
+CREATE PROCEDURE attach_while_read(who text, gate_in_query boolean) LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM attach_how; DELETE FROM attach_result;
+    INSERT INTO attach_how VALUES (who, gate_in_query);
+    ALTER TABLE p_attach DETACH PARTITION p_attach_2;
+    COMMIT;
+END $$;
+CREATE FUNCTION wait_for(what text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    FOR i IN 1..600 LOOP
+        IF what = 'gate' THEN
+            EXIT WHEN EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4343 AND NOT granted);
+        ELSE
+            EXIT WHEN EXISTS (SELECT 1 FROM attach_result);
+        END IF;
+        PERFORM pg_sleep(0.05);
+    END LOOP;
+    RETURN CASE WHEN what = 'gate' THEN (SELECT count(*) || ' waiting' FROM pg_locks WHERE locktype = 'advisory' AND objid = 4343 AND NOT granted)
+                ELSE (SELECT outcome FROM attach_result) END;
+END $$;
+\setenv PGDATABASE :DBNAME
+-- through a qual: the direct walk
+CALL attach_while_read('postgres', true);
+SELECT pg_advisory_lock(4343) IS NOT NULL AS gate_closed;
+\! psql -X -q -f tests/clients/attach_plain_searcher.sql >/dev/null 2>&1 &
+SELECT wait_for('gate');
+ALTER TABLE p_attach ATTACH PARTITION p_attach_2 FOR VALUES FROM ('2025-07-01') TO ('2026-01-01');
+SELECT pg_advisory_unlock(4343) AS gate_opened;
+SELECT wait_for('result') AS outcome, (SELECT count(*) FROM p_attach_1 WHERE attribute_values @> '{"env": "prod"}') AS first_partitions_rows;
+-- under a policy: statements
+CALL attach_while_read('regress_alerts_attach', false);
+ALTER TABLE p_attach ENABLE ROW LEVEL SECURITY;
+SELECT pg_advisory_lock(4343) IS NOT NULL AS gate_closed;
+\! psql -X -q -f tests/clients/attach_plain_searcher.sql >/dev/null 2>&1 &
+SELECT wait_for('gate');
+ALTER TABLE p_attach ATTACH PARTITION p_attach_2 FOR VALUES FROM ('2025-07-01') TO ('2026-01-01');
+SELECT pg_advisory_unlock(4343) AS gate_opened;
+SELECT wait_for('result') AS outcome;
+DROP TABLE p_attach, attach_how, attach_result;
+DROP PROCEDURE attach_while_read(text, boolean);
+DROP FUNCTION attach_wait(), wait_for(text);
+DROP ROLE regress_alerts_attach;
 
 DROP TABLE odd, pp, pq, plain_plans;
 DROP INDEX plain_keys;

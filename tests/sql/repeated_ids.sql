@@ -3,11 +3,11 @@
 -- is (id, created_at): nothing makes an id unique), with ids at or after
 -- '8' beside the ULIDs. Random pages (tenant, one or two attributes from
 -- frequent to rare, LIMIT, OFFSET, a keyset cursor either way, a lower
--- bound) through plain SQL, whose custom scan merges the partitions' scans
--- and reads a page's tied rows whole, and through alerts_search, each
--- against Postgres' own plan; with the tenant-keys and GIN rare paths,
--- then GIN alone, then the walk alone. The same seeds give the same pages
--- on every version.
+-- bound) through plain SQL (one node searching the table whole, and one
+-- per partition under a Merge Append; both read a page's tied rows whole)
+-- and through alerts_search, each against Postgres' own plan; with the
+-- tenant-keys and GIN rare paths, then GIN alone, then the walk alone.
+-- The same seeds give the same pages on every version.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS alerts;
 SET TimeZone = 'UTC';
@@ -39,9 +39,15 @@ ANALYZE rep;
 SELECT count(*) > 30000 AS rows, count(*) - count(DISTINCT (organisation_id, id)) > 10000 AS repeated_in_tenant,
        (SELECT count(*) FROM (SELECT 1 FROM rep GROUP BY organisation_id, id HAVING count(DISTINCT tableoid) > 1) x) > 1000 AS across_partitions
 FROM rep;
--- Merged: each partition its own custom scan under a Merge Append.
+-- Searched whole by one node (the search merges the partitions); with
+-- alerts.custom_scan_partitioned off, each partition its own node under
+-- Postgres' Merge Append.
 EXPLAIN (COSTS OFF)
 SELECT id FROM rep WHERE organisation_id = 'A' AND attribute_values @> '{"team": "T3"}' ORDER BY id DESC LIMIT 10;
+SET alerts.custom_scan_partitioned = off;
+EXPLAIN (COSTS OFF)
+SELECT id FROM rep WHERE organisation_id = 'A' AND attribute_values @> '{"team": "T3"}' ORDER BY id DESC LIMIT 10;
+RESET alerts.custom_scan_partitioned;
 
 CREATE FUNCTION rep_differential(cases int, seed float8)
 RETURNS TABLE (interface text, pages int, mismatched int, first_mismatch text) LANGUAGE plpgsql AS $$
@@ -94,11 +100,17 @@ BEGIN
     RETURN QUERY VALUES ('plain SQL', plain_pages, plain_bad, plain_first), ('alerts_search', search_pages, search_bad, search_first);
 END $$;
 SELECT * FROM rep_differential(600, 0.1);
+SET alerts.custom_scan_partitioned = off;
+SELECT * FROM rep_differential(400, 0.15);
+RESET alerts.custom_scan_partitioned;
 SET alerts.search_shortcuts = off;
 SELECT * FROM rep_differential(300, 0.2);
 RESET alerts.search_shortcuts;
 DROP INDEX rep_keys;
 SELECT * FROM rep_differential(300, 0.3);
+SET alerts.custom_scan_partitioned = off;
+SELECT * FROM rep_differential(300, 0.35);
+RESET alerts.custom_scan_partitioned;
 DROP INDEX rep_gin;
 SELECT * FROM rep_differential(300, 0.4);
 DROP FUNCTION rep_differential(int, float8);

@@ -41,6 +41,12 @@ pub unsafe fn properties(
             first = format!("1 row (a partition read in a merge), then {first}");
         }
         text(c"First Page", &first);
+        if shape.partitioned {
+            text(
+                c"Partitions",
+                "searched whole: each partition's index walked, rows merged by id",
+            );
+        }
         if shape.ascending {
             text(c"Order", "oldest first (id ascending)");
         }
@@ -75,5 +81,18 @@ pub unsafe fn properties(
             int(c"Rows Rechecked", t.candidates);
             int(c"Bloom False Positives", t.candidates - t.matches);
         }
+    }
+}
+
+/// Adds what one page's search did to what the node's searches did.
+pub fn add_trace(total: &mut Trace, t: Trace) {
+    total.entries += t.entries;
+    total.candidates += t.candidates;
+    total.matches += t.matches;
+    for (a, b) in total.pages.iter_mut().zip(t.pages) {
+        *a += b;
+    }
+    if t.left_after.is_some() {
+        total.left_after = t.left_after;
     }
 }

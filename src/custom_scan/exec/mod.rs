@@ -90,6 +90,9 @@ pub struct Run {
     ready: VecDeque<Datum>,
     /// The id whose rows are read whole before the next page.
     tie: Option<Vec<u8>>,
+    /// A partitioned table searched whole: its partition tree when the
+    /// scan began, the partitions every page reads (`Args::pinned`).
+    tree: Option<Vec<Oid>>,
     /// What the searches did, for EXPLAIN ANALYZE.
     pub trace: Trace,
     pub pages: u64,
@@ -172,6 +175,7 @@ unsafe extern "C-unwind" fn begin(
             wanted: DEFAULT_PAGE,
             ready: VecDeque::new(),
             tie: None,
+            tree: None,
             trace: Trace::default(),
             pages: 0,
             first_page: 0,
@@ -312,6 +316,10 @@ impl Run {
             if self.phase == Phase::Done {
                 return false;
             }
+            // every search of the scan reads the partitions of the first
+            if self.shape.partitioned && self.tree.is_none() {
+                self.tree = crate::search::partition_tree(self.relid);
+            }
             pg_sys::MemoryContextReset(self.page_cxt);
             let old = pg_sys::MemoryContextSwitchTo(self.page_cxt);
             if let Some(id) = self.tie.take() {
@@ -320,8 +328,8 @@ impl Run {
                 let rows = crate::search::rows_with_id(
                     self.relid,
                     self.rowtype,
-                    text(&self.org),
-                    text(&id),
+                    (text(&self.org), text(&id)),
+                    self.tree.as_deref(),
                 );
                 self.ready.extend(rows);
                 self.past(id);
@@ -347,6 +355,7 @@ impl Run {
                 // tables, whose routed calls send it
                 // a one-row first page keeps what its rare path read
                 spare: self.wanted - self.size,
+                pinned: self.tree.as_deref(),
                 ..crate::search::Args::new(
                     (self.relid, self.rowtype),
                     text(&self.org),
@@ -359,7 +368,7 @@ impl Run {
             };
             trace::take();
             let rows = crate::search::rows(&args);
-            self.add_trace(trace::take());
+            explain::add_trace(&mut self.trace, trace::take());
             self.pages += 1;
             if self.first_page == 0 {
                 self.first_page = self.size;
@@ -412,18 +421,6 @@ impl Run {
             self.size = self.size.max(DEFAULT_PAGE);
         } else {
             self.phase = Phase::Done;
-        }
-    }
-
-    fn add_trace(&mut self, t: Trace) {
-        self.trace.entries += t.entries;
-        self.trace.candidates += t.candidates;
-        self.trace.matches += t.matches;
-        for (a, b) in self.trace.pages.iter_mut().zip(t.pages) {
-            *a += b;
-        }
-        if t.left_after.is_some() {
-            self.trace.left_after = t.left_after;
         }
     }
 
