@@ -58,7 +58,7 @@ unsafe extern "C-unwind" fn hook(
             previous(root, rel, rti, rte);
         }
         if crate::settings::CUSTOM_SCAN.get() && !crate::search::running() {
-            if let Some(path) = offer(root, rel, rti, rte) {
+            if let Some(path) = offer(root, rel, rti, rte, false) {
                 pg_sys::add_path(rel, path.cast());
             }
         }
@@ -104,7 +104,7 @@ unsafe extern "C-unwind" fn upper_hook(
             return;
         }
         let target = (*(pg_sys::list_nth(theirs, 0) as *mut pg_sys::Path)).pathtarget;
-        if let Some(path) = offer(root, input_rel, rti, rte) {
+        if let Some(path) = offer(root, input_rel, rti, rte, true) {
             // the node computes the target from the rows it reads
             // (`ExecScan` projects), with no Result above it
             (*path).flags |= pg_sys::CUSTOMPATH_SUPPORT_PROJECTION;
@@ -114,12 +114,14 @@ unsafe extern "C-unwind" fn upper_hook(
     }
 }
 
-/// The path, when the scan of `rel` qualifies (see the module comment).
+/// The path, when the scan of `rel` qualifies (see the module comment);
+/// `ordered`: asked among the ordered paths (`upper_hook`).
 unsafe fn offer(
     root: *mut pg_sys::PlannerInfo,
     rel: *mut pg_sys::RelOptInfo,
     rti: pg_sys::Index,
     rte: *mut pg_sys::RangeTblEntry,
+    ordered: bool,
 ) -> Option<*mut pg_sys::CustomPath> {
     // SAFETY: planner structures, read; the path is built in the planner's
     // memory.
@@ -129,9 +131,14 @@ unsafe fn offer(
         // one node that searches it whole (the search merges its
         // partitions), beside the node each partition gets under Postgres'
         // Merge Append.
+        // Read alone, the table's own paths are dropped before the ordered
+        // ones are made: offered there only, not built twice.
+        let alone =
+            pg_sys::bms_membership((*root).all_baserels) == pg_sys::BMS_Membership::BMS_SINGLETON;
         let whole = (*rte).relkind == pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char
             && (*rte).inh
             && (*rel).reloptkind == pg_sys::RelOptKind::RELOPT_BASEREL
+            && (ordered || !alone)
             && crate::settings::CUSTOM_SCAN_PARTITIONED.get();
         if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION
             || !((*rte).relkind == pg_sys::RELKIND_RELATION as std::ffi::c_char || whole)
