@@ -179,12 +179,7 @@ unsafe fn offer(
             || !(parts.is_some() || has_pagination_index(rel, &cols))
             || reads_system_columns(rel, rti)
             || crate::search::is_distributed(relid)
-            // A partition read through its parent is read with the parent's
-            // privileges and policies; its search's rare paths run
-            // statements naming the partition, with its own: offered only
-            // where the role reads the partition as it is.
-            || ((*rel).reloptkind == pg_sys::RelOptKind::RELOPT_OTHER_MEMBER_REL
-                && !crate::search::plain_read(relid))
+            || !reads_as_it_is(root, rel, relid)
         {
             return None;
         }
@@ -227,6 +222,7 @@ unsafe fn offer(
             ascending,
             merged: merged_child(root, rel),
             partitioned: parts.is_some(),
+            reader: (*rel).userid.to_u32(),
         };
         let mut exprs: *mut pg_sys::List = std::ptr::null_mut();
         let mut push = |e: *mut std::ffi::c_void| exprs = pg_sys::lappend(exprs, e);
@@ -279,6 +275,38 @@ unsafe fn offer(
         );
         (*path).methods = &raw const PATH_METHODS;
         Some(path)
+    }
+}
+
+/// Whether the searches read `relid` as the query would. A query
+/// through a view reads the table as the view's owner (`rel->userid`),
+/// and its searches run as that role (`search::ReadAs`): offered, for
+/// another role, only where the owner reads the table as it is (no policy
+/// of its own). A partition read through its parent is read with the
+/// parent's privileges and policies, and its search's rare paths run
+/// statements naming the partition, checked with its own: offered only
+/// where the role reads the partition as it is. Either way the plan
+/// depends on the role: Postgres plans a cached statement again when
+/// another role runs it (as it does for row-level security).
+unsafe fn reads_as_it_is(
+    root: *mut pg_sys::PlannerInfo,
+    rel: *mut pg_sys::RelOptInfo,
+    relid: pg_sys::Oid,
+) -> bool {
+    // SAFETY: planner structures; a valid relation.
+    unsafe {
+        let reader = (*rel).userid;
+        let member = (*rel).reloptkind == pg_sys::RelOptKind::RELOPT_OTHER_MEMBER_REL;
+        let current = pg_sys::GetUserId();
+        if reader != pg_sys::InvalidOid || member {
+            (*(*root).glob).dependsOnRole = true;
+        }
+        let role = if reader == pg_sys::InvalidOid {
+            current
+        } else {
+            reader
+        };
+        !(member || role != current) || crate::search::plain_read_as(relid, role)
     }
 }
 

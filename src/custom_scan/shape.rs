@@ -37,6 +37,9 @@ pub struct Shape {
     /// The scan is of a partitioned table as a whole: the search merges
     /// its partitions (`alerts.custom_scan_partitioned`).
     pub partitioned: bool,
+    /// The role the query reads the table as (a view's owner), whose
+    /// searches run as it; 0: the role running the query.
+    pub reader: u32,
 }
 
 impl Shape {
@@ -55,6 +58,7 @@ impl Shape {
         v.push(self.ascending as i32);
         v.push(self.merged as i32);
         v.push(self.partitioned as i32);
+        v.push(self.reader as i32);
         v
     }
 
@@ -76,6 +80,7 @@ impl Shape {
             ascending: rest[6 + 2 * rest[4] as usize] != 0,
             merged: rest[7 + 2 * rest[4] as usize] != 0,
             partitioned: rest[8 + 2 * rest[4] as usize] != 0,
+            reader: rest[9 + 2 * rest[4] as usize] as u32,
         }
     }
 }

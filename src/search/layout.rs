@@ -268,25 +268,3 @@ unsafe fn is_keys_index(index: pg_sys::Relation, columns: [AttrNumber; 3]) -> bo
             })
     }
 }
-
-/// Whether the current role reads `relid` exactly as a statement would
-/// without the executor's help: `SELECT` on the whole table and no
-/// row-level security policy in force. Checked on every call (roles change
-/// within a session).
-///
-/// # Safety
-/// `relid` must be a valid relation.
-pub unsafe fn plain_read(relid: Oid) -> bool {
-    // SAFETY: catalog lookups of a valid relation.
-    unsafe {
-        pg_sys::pg_class_aclcheck(
-            relid,
-            pg_sys::GetUserId(),
-            pg_sys::ACL_SELECT as pg_sys::AclMode,
-        ) == pg_sys::AclResult::ACLCHECK_OK
-            && matches!(
-                pg_sys::check_enable_rls(relid, pg_sys::InvalidOid, true) as u32,
-                pg_sys::CheckEnableRlsResult::RLS_NONE | pg_sys::CheckEnableRlsResult::RLS_NONE_ENV
-            )
-    }
-}

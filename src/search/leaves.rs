@@ -33,7 +33,7 @@ use super::layout::Layout;
 use super::page::Page;
 use super::scan::IndexWalk;
 use super::session::{self, Held, Table};
-use super::{layout, partitions, walk};
+use super::{partitions, reader, walk};
 use crate::datum::text_cmp;
 
 /// One leaf of the call: its session entry, its call, its walk once
@@ -53,7 +53,7 @@ struct Leaf<'a> {
 ///
 /// # Safety
 /// Inside a search: the call's datums are live, `parent` is locked and
-/// read with its own privileges (`layout::plain_read`).
+/// read with its own privileges (`reader::plain_read`).
 pub unsafe fn fill<'a>(
     parent: Oid,
     args: &'a Args<'a>,
@@ -209,7 +209,7 @@ unsafe fn prepare<'a>(
         // the leaf's own privileges and policies on them (not on a query
         // of the partitioned table): a role that may not read the leaf as
         // it is reads through the partitioned table's statements instead.
-        if !layout::plain_read(leaf) {
+        if !reader::plain_read(leaf) {
             return None;
         }
         let mut table = session::table(leaf, parent, ext_schema);

@@ -14,6 +14,8 @@
 //! - `scan/`: the walk as one direct scan of the pagination index (its
 //!   heap fetch, keys reader and range ends beside it);
 //! - `layout.rs`: what that scan needs of a table, from its relcache entry;
+//! - `reader.rs`: the role a search reads a table as, and whether it
+//!   reads it as it is;
 //! - `probe.rs`: the statement walk's per-entry bloom test and what it
 //!   counts;
 //! - `rare.rs`: the tenant-keys, GIN and unbounded-walk paths;
@@ -47,6 +49,7 @@ mod page;
 mod partitions;
 mod probe;
 mod rare;
+mod reader;
 mod routes;
 mod scan;
 mod session;
@@ -66,9 +69,9 @@ pub use args::Args;
 use args::{checked_args, function_schema, same_columns_as_planned};
 pub use call::Ascending;
 pub use indexes::register_callbacks;
-pub use layout::plain_read;
 use page::Page;
 pub use partitions::{merges_children, tree as partition_tree};
+pub use reader::{plain_read_as, ReadAs};
 use spi::cstr_owned;
 
 crate::datum::finfo_v1!(pg_finfo_alerts_search);
@@ -360,10 +363,10 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
             // The direct scan where it reads what the statements would;
             // roles and policies are checked on every call.
             let direct_read =
-                || crate::settings::SEARCH_DIRECT_SCAN.get() && layout::plain_read(args.relid);
+                || crate::settings::SEARCH_DIRECT_SCAN.get() && reader::plain_read(args.relid);
             let direct = indexes
                 .direct
-                .filter(|_| direct_read() && (source == args.relid || layout::plain_read(source)));
+                .filter(|_| direct_read() && (source == args.relid || reader::plain_read(source)));
             // A partitioned table's leaves are read by the direct walk as
             // the partitioned table would be read (its privileges and
             // policies; a leaf's own apply only to queries naming it).

@@ -353,4 +353,33 @@ DROP ROLE plain_reader;
 CREATE VIEW alerts_recent AS SELECT id, organisation_id, priority_id, attribute_values FROM alerts WHERE priority_id > 1;
 SELECT plain_same('SELECT id FROM alerts_recent WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', 'ORG_A', '{"team": "T1"}');
 SELECT plain_same('SELECT id FROM alerts_recent WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id ASC LIMIT 50', 'ORG_A', '{"team": "T1"}');
+-- Read by a role granted only the view: Postgres reads the table as the
+-- view's owner (the owner's privileges and policies, not the reader's),
+-- and so do the searches (the rare filter's take the tenant keys).
+CREATE ROLE plain_viewer;
+GRANT SELECT ON alerts_recent, filters TO plain_viewer;
+GRANT SELECT, INSERT, DELETE ON plain_plans TO plain_viewer;
+ALTER TABLE alerts ENABLE ROW LEVEL SECURITY;
+CREATE POLICY plain_nothing ON alerts TO plain_viewer USING (false);
+SET ROLE plain_viewer;
+SELECT f, plain_same('SELECT id FROM alerts_recent WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', 'ORG_A', f::jsonb) AS newest,
+          plain_same('SELECT id FROM alerts_recent WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id LIMIT 50', 'ORG_A', f::jsonb) AS oldest
+FROM unnest(ARRAY['{"team": "T1"}', '{"rare": "needle"}']) f;
+RESET ROLE;
+-- A view owned by a role under a policy: Postgres applies the owner's
+-- policy, and the node steps aside (its searches would run the policy's
+-- expression as the owner, where Postgres runs it as the reader).
+CREATE ROLE plain_view_owner;
+GRANT SELECT ON alerts TO plain_view_owner;
+CREATE POLICY plain_owner_prod ON alerts TO plain_view_owner USING (attribute_values ->> 'env' = 'prod');
+ALTER VIEW alerts_recent OWNER TO plain_view_owner;
+SET ROLE plain_viewer;
+SELECT plain_same('SELECT id FROM alerts_recent WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', 'ORG_A', '{"team": "T1"}') AS owner_policy;
+RESET ROLE;
 DROP VIEW alerts_recent;
+DROP POLICY plain_nothing ON alerts;
+DROP POLICY plain_owner_prod ON alerts;
+ALTER TABLE alerts DISABLE ROW LEVEL SECURITY;
+REVOKE ALL ON alerts FROM plain_view_owner;
+REVOKE ALL ON filters, plain_plans FROM plain_viewer;
+DROP ROLE plain_viewer, plain_view_owner;

@@ -258,6 +258,36 @@ SET ROLE regress_alerts_attach;
 SELECT count(*) AS parent_granted_only FROM (SELECT id FROM p_attach WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"env": "prod"}'
                                              ORDER BY id DESC LIMIT 50) s;
 RESET ROLE;
+-- A generic plan made by a role that reads the partitions as they are,
+-- run by roles that do not: one granted only the partitioned table, one a
+-- partition's own policy hides its rows from (Postgres ignores it through
+-- the partitioned table). Postgres plans again for each new role (the
+-- plan depended on who made it), and every page is Postgres' own.
+ALTER TABLE p_attach DISABLE ROW LEVEL SECURITY;
+CREATE TABLE role_pages (step int, who text, rows bigint, newest text, oldest text);
+PREPARE role_page(int) AS INSERT INTO role_pages SELECT $1, current_user, count(*), max(id), min(id)
+    FROM (SELECT id FROM p_attach WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"env": "prod"}' ORDER BY id DESC LIMIT 600) s;
+GRANT INSERT ON role_pages TO regress_alerts_attach;
+SET alerts.custom_scan = off;
+EXECUTE role_page(0);
+RESET alerts.custom_scan;
+SET plan_cache_mode = force_generic_plan;
+EXECUTE role_page(1);
+EXPLAIN (COSTS OFF) EXECUTE role_page(1);
+SET ROLE regress_alerts_attach;
+EXECUTE role_page(2);
+RESET ROLE;
+GRANT SELECT ON p_attach_1, p_attach_2 TO regress_alerts_attach;
+ALTER TABLE p_attach_2 ENABLE ROW LEVEL SECURITY;
+EXECUTE role_page(3);
+SET ROLE regress_alerts_attach;
+EXECUTE role_page(4);
+RESET ROLE;
+RESET plan_cache_mode;
+SELECT step, who, rows, (newest, oldest) = (SELECT newest, oldest FROM role_pages WHERE step = 0) AS postgres_page
+FROM role_pages ORDER BY step;
+DEALLOCATE role_page;
+DROP TABLE role_pages;
 RESET alerts.custom_scan_partitioned;
 DROP TABLE p_attach, attach_how, attach_result;
 DROP PROCEDURE attach_while_read(text, boolean);

@@ -322,6 +322,8 @@ impl Run {
             }
             pg_sys::MemoryContextReset(self.page_cxt);
             let old = pg_sys::MemoryContextSwitchTo(self.page_cxt);
+            // the searches as the query reads the table (a view's owner)
+            let reader = crate::search::ReadAs::begin(self.shape.reader.into());
             if let Some(id) = self.tie.take() {
                 // All the tenant's rows of the last page's last id; the next
                 // page starts below it.
@@ -336,6 +338,7 @@ impl Run {
             } else {
                 self.page();
             }
+            drop(reader);
             pg_sys::MemoryContextSwitchTo(old);
             true
         }
