@@ -278,16 +278,18 @@ unsafe fn offer(
     }
 }
 
-/// Whether the searches read `relid` as the query would. A query
-/// through a view reads the table as the view's owner (`rel->userid`),
-/// and its searches run as that role (`search::ReadAs`): offered, for
-/// another role, only where the owner reads the table as it is (no policy
-/// of its own). A partition read through its parent is read with the
-/// parent's privileges and policies, and its search's rare paths run
-/// statements naming the partition, checked with its own: offered only
-/// where the role reads the partition as it is. Either way the plan
-/// depends on the role: Postgres plans a cached statement again when
-/// another role runs it (as it does for row-level security).
+/// Whether the searches read `relid` as the query would. Their
+/// statements read whole rows: a role granted only some columns (which
+/// Postgres checks one by one) gets Postgres' plan. A query through a
+/// view reads the table as the view's owner (`rel->userid`), and its
+/// searches run as that role (`search::ReadAs`): offered, for another
+/// role, only where the owner reads the table as it is (no policy of its
+/// own). A partition read through its parent is read with the parent's
+/// privileges and policies, and its search's rare paths run statements
+/// naming the partition, checked with its own: offered only where the
+/// role reads the partition as it is. The plan depends on the role:
+/// Postgres plans a cached statement again when another role runs it (as
+/// it does for row-level security).
 unsafe fn reads_as_it_is(
     root: *mut pg_sys::PlannerInfo,
     rel: *mut pg_sys::RelOptInfo,
@@ -295,18 +297,17 @@ unsafe fn reads_as_it_is(
 ) -> bool {
     // SAFETY: planner structures; a valid relation.
     unsafe {
-        let reader = (*rel).userid;
-        let member = (*rel).reloptkind == pg_sys::RelOptKind::RELOPT_OTHER_MEMBER_REL;
+        (*(*root).glob).dependsOnRole = true;
         let current = pg_sys::GetUserId();
-        if reader != pg_sys::InvalidOid || member {
-            (*(*root).glob).dependsOnRole = true;
-        }
-        let role = if reader == pg_sys::InvalidOid {
-            current
-        } else {
-            reader
+        let role = match (*rel).userid {
+            pg_sys::InvalidOid => current,
+            owner => owner,
         };
-        !(member || role != current) || crate::search::plain_read_as(relid, role)
+        if (*rel).reloptkind == pg_sys::RelOptKind::RELOPT_OTHER_MEMBER_REL || role != current {
+            crate::search::plain_read_as(relid, role)
+        } else {
+            crate::search::reads_whole_rows(relid, role)
+        }
     }
 }
 

@@ -71,7 +71,7 @@ pub use call::Ascending;
 pub use indexes::register_callbacks;
 use page::Page;
 pub use partitions::{merges_children, tree as partition_tree};
-pub use reader::{plain_read_as, ReadAs};
+pub use reader::{plain_read_as, reads_whole_rows, ReadAs};
 use spi::cstr_owned;
 
 crate::datum::finfo_v1!(pg_finfo_alerts_search);

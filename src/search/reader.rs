@@ -28,12 +28,24 @@ pub unsafe fn plain_read(relid: Oid) -> bool {
 pub unsafe fn plain_read_as(relid: Oid, role: Oid) -> bool {
     // SAFETY: catalog lookups of a valid relation.
     unsafe {
-        pg_sys::pg_class_aclcheck(relid, role, pg_sys::ACL_SELECT as pg_sys::AclMode)
-            == pg_sys::AclResult::ACLCHECK_OK
+        reads_whole_rows(relid, role)
             && matches!(
                 pg_sys::check_enable_rls(relid, role, true) as u32,
                 pg_sys::CheckEnableRlsResult::RLS_NONE | pg_sys::CheckEnableRlsResult::RLS_NONE_ENV
             )
+    }
+}
+
+/// Whether role `role` has `SELECT` on the whole of `relid` (not only
+/// some columns): a search's statements read whole rows.
+///
+/// # Safety
+/// `relid` must be a valid relation.
+pub unsafe fn reads_whole_rows(relid: Oid, role: Oid) -> bool {
+    // SAFETY: a catalog lookup of a valid relation.
+    unsafe {
+        pg_sys::pg_class_aclcheck(relid, role, pg_sys::ACL_SELECT as pg_sys::AclMode)
+            == pg_sys::AclResult::ACLCHECK_OK
     }
 }
 
