@@ -284,8 +284,25 @@ SET ROLE regress_alerts_attach;
 EXECUTE role_page(4);
 RESET ROLE;
 RESET plan_cache_mode;
+-- Through a view, by a role granted only the view: the table and its
+-- partitions read as the view's owner, by a node per partition and by
+-- the node that searches the table whole.
+CREATE VIEW p_attach_view AS SELECT * FROM p_attach;
+REVOKE ALL ON p_attach, p_attach_1, p_attach_2 FROM regress_alerts_attach;
+GRANT SELECT ON p_attach_view TO regress_alerts_attach;
+PREPARE view_page(int) AS INSERT INTO role_pages SELECT $1, current_user, count(*), max(id), min(id)
+    FROM (SELECT id FROM p_attach_view WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"env": "prod"}' ORDER BY id DESC LIMIT 600) s;
+SET ROLE regress_alerts_attach;
+EXECUTE view_page(5);
+RESET alerts.custom_scan_partitioned;
+EXECUTE view_page(6);
+EXPLAIN (COSTS OFF) SELECT id FROM p_attach_view WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"env": "prod"}' ORDER BY id DESC LIMIT 600;
+SET alerts.custom_scan_partitioned = off;
+RESET ROLE;
 SELECT step, who, rows, (newest, oldest) = (SELECT newest, oldest FROM role_pages WHERE step = 0) AS postgres_page
 FROM role_pages ORDER BY step;
+DEALLOCATE view_page;
+DROP VIEW p_attach_view;
 DEALLOCATE role_page;
 DROP TABLE role_pages;
 RESET alerts.custom_scan_partitioned;
