@@ -23,10 +23,9 @@ pub static SEARCH_DIRECT_SCAN: GucSetting<bool> = GucSetting::<bool>::new(true);
 pub static CUSTOM_SCAN: GucSetting<bool> = GucSetting::<bool>::new(true);
 
 /// `alerts.custom_scan_partitioned` (default on): whether a partitioned
-/// table whose partitions' ids overlap (not ranged by `id` alone) is
-/// offered one node that searches it whole, merging its partitions as
-/// `alerts_search` does. Off: a node per partition under Postgres' `Merge
-/// Append`.
+/// table is offered one node that searches it whole, as `alerts_search`
+/// does (partitions by `id` ranges walked in turn, others merged). Off: a
+/// node per partition under Postgres' ordered `Append` or `Merge Append`.
 pub static CUSTOM_SCAN_PARTITIONED: GucSetting<bool> = GucSetting::<bool>::new(true);
 
 /// Defines the settings and reserves the `alerts.` prefix.
@@ -55,8 +54,8 @@ pub unsafe fn define() {
         ),
         (
             c"alerts.custom_scan_partitioned",
-            c"Offers one node that searches a partitioned table whole when its partitions' ids overlap.",
-            c"Off: a node for each partition, merged by Postgres' Merge Append. Both plans return the same rows.",
+            c"Offers one node that searches a partitioned table whole.",
+            c"Off: a node for each partition, under Postgres' ordered Append or Merge Append. Both plans return the same rows.",
             &CUSTOM_SCAN_PARTITIONED,
         ),
     ];

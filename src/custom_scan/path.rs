@@ -127,10 +127,11 @@ unsafe fn offer(
     // memory.
     unsafe {
         let parse = (*root).parse;
-        // A partitioned table whose partitions' ids overlap is also offered
-        // one node that searches it whole (the search merges its
-        // partitions), beside the node each partition gets under Postgres'
-        // Merge Append.
+        // A partitioned table is also offered one node that searches it
+        // whole (the search merges its partitions, or walks them in turn
+        // when partitioned by id), beside the node each partition gets
+        // under Postgres' Merge Append or ordered Append: one node's setup
+        // instead of one per partition the window reaches.
         // Read alone, the table's own paths are dropped before the ordered
         // ones are made: offered there only, not built twice.
         let alone =
@@ -163,7 +164,7 @@ unsafe fn offer(
         // Searched whole: newest first, its pagination index valid (every
         // partition has one), every partition kept a heap table.
         let parts = if whole {
-            if ascending || !crate::search::merges_children(relid) {
+            if ascending {
                 return None;
             }
             match partitioned_of(root, rel, relid, &cols) {

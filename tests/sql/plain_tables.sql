@@ -67,10 +67,11 @@ SELECT shape, plain_same(q, 'ORG_C', '{"team": "T1"}', '01K') AS result FROM (VA
 ) s(shape, q);
 DROP TABLE nid;
 
--- Partitioned tables. By created_at: one node searches the table whole
--- (the search merges the partitions); with alerts.custom_scan_partitioned
--- off, the node on each partition, merged by Postgres' Merge Append. By
--- id: the node on each partition, read in order.
+-- Partitioned tables: one node searches the table whole (by created_at
+-- the search merges the partitions, by id it walks them in turn, newest
+-- range first); with alerts.custom_scan_partitioned off, the node on each
+-- partition, under Postgres' Merge Append (by created_at) or ordered
+-- Append (by id).
 CREATE TABLE pp (LIKE alerts INCLUDING DEFAULTS, PRIMARY KEY (id, created_at)) PARTITION BY RANGE (created_at);
 CREATE TABLE pp_2025a PARTITION OF pp FOR VALUES FROM ('2024-01-01') TO ('2025-07-01');
 CREATE TABLE pp_2025b PARTITION OF pp FOR VALUES FROM ('2025-07-01') TO ('2027-01-01');
@@ -96,9 +97,11 @@ SELECT t, f, plain_same(format('SELECT id FROM %s WHERE organisation_id = $1 AND
 FROM unnest(ARRAY['pp', 'pq']) t, unnest(ARRAY['{"team": "T1"}', '{"env": "prod", "sev": 3}', '{"rare": "needle"}']) f
 ORDER BY t, f;
 SET alerts.custom_scan_partitioned = off;
-SELECT f, plain_same('SELECT id FROM pp WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 ORDER BY id DESC LIMIT $4', 'ORG_B', f::jsonb, '01K0', 120) AS per_partition
-FROM unnest(ARRAY['{"team": "T1"}', '{"env": "prod", "sev": 3}', '{"rare": "needle"}']) f
-ORDER BY f;
+EXPLAIN (COSTS OFF)
+SELECT id FROM pq WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T1"}' ORDER BY id DESC LIMIT 50;
+SELECT t, f, plain_same(format('SELECT id FROM %s WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 ORDER BY id DESC LIMIT $4', t), 'ORG_B', f::jsonb, '01K0', 120) AS per_partition
+FROM unnest(ARRAY['pp', 'pq']) t, unnest(ARRAY['{"team": "T1"}', '{"env": "prod", "sev": 3}', '{"rare": "needle"}']) f
+ORDER BY t, f;
 RESET alerts.custom_scan_partitioned;
 EXPLAIN (COSTS OFF)
 SELECT id FROM pq WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T1"}' ORDER BY id LIMIT 50;

@@ -44,7 +44,7 @@ pub unsafe fn properties(
         if shape.partitioned {
             text(
                 c"Partitions",
-                "searched whole: each partition's index walked, rows merged by id",
+                "searched whole: each partition's index walked, in turn when partitioned by id ranges, else rows merged by id",
             );
         }
         if shape.ascending {
