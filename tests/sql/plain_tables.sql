@@ -109,6 +109,17 @@ SELECT t, f, plain_same(format('SELECT id FROM %s WHERE organisation_id = $1 AND
 FROM unnest(ARRAY['pp', 'pq']) t, unnest(ARRAY['{"team": "T1"}', '{"env": "prod", "sev": 3}', '{"rare": "needle"}']) f
 ORDER BY t, f;
 
+-- Every filter of query.sql, keyset pages with a window, on both tables:
+-- searched whole, then a node per partition.
+SELECT t, d.* FROM unnest(ARRAY['pp', 'pq']) t, plain_differential(
+    format('SELECT id FROM %s WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 AND id >= $5 ORDER BY id DESC LIMIT $4', t),
+    'ORG_B', 3, 40) d ORDER BY t;
+SET alerts.custom_scan_partitioned = off;
+SELECT t, d.* FROM unnest(ARRAY['pp', 'pq']) t, plain_differential(
+    format('SELECT id FROM %s WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 AND id >= $5 ORDER BY id DESC LIMIT $4', t),
+    'ORG_C', 2, 40) d ORDER BY t;
+RESET alerts.custom_scan_partitioned;
+
 -- A rare filter on partitions read in a merge: a partition's first page
 -- is one row, but when the tenant keys or GIN answer it, it keeps what
 -- else the range it read holds, up to LIMIT + OFFSET rows (one page where
