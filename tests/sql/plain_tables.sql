@@ -109,13 +109,32 @@ SELECT t, f, plain_same(format('SELECT id FROM %s WHERE organisation_id = $1 AND
 FROM unnest(ARRAY['pp', 'pq']) t, unnest(ARRAY['{"team": "T1"}', '{"env": "prod", "sev": 3}', '{"rare": "needle"}']) f
 ORDER BY t, f;
 
--- Every filter of query.sql, keyset pages with a window, on both tables:
--- searched whole, then a node per partition.
-SELECT t, d.* FROM unnest(ARRAY['pp', 'pq']) t, plain_differential(
+-- Every filter of query.sql, keyset pages with a window, on both tables
+-- and two more (by id with a default partition, whose ids may overlap the
+-- ranges': merged; by id, then by the tenant's hash): searched whole,
+-- then a node per partition.
+CREATE TABLE pd (LIKE alerts INCLUDING DEFAULTS, PRIMARY KEY (id)) PARTITION BY RANGE (id);
+CREATE TABLE pd_b PARTITION OF pd FOR VALUES FROM ('01JY') TO (MAXVALUE);
+CREATE TABLE pd_rest PARTITION OF pd DEFAULT;
+CREATE TABLE ph (LIKE alerts INCLUDING DEFAULTS, PRIMARY KEY (id, organisation_id)) PARTITION BY RANGE (id);
+CREATE TABLE ph_a PARTITION OF ph FOR VALUES FROM (MINVALUE) TO ('01JY') PARTITION BY HASH (organisation_id);
+CREATE TABLE ph_a0 PARTITION OF ph_a FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE ph_a1 PARTITION OF ph_a FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+CREATE TABLE ph_b PARTITION OF ph FOR VALUES FROM ('01JY') TO (MAXVALUE);
+INSERT INTO pd SELECT * FROM pq;
+INSERT INTO ph SELECT * FROM pq;
+CALL alerts_enable('pd');
+CALL alerts_enable('ph');
+SELECT alerts_index_command('pd') \gexec
+SELECT alerts_index_command('ph') \gexec
+ANALYZE pd, ph;
+EXPLAIN (COSTS OFF)
+SELECT id FROM pd WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T1"}' ORDER BY id DESC LIMIT 50;
+SELECT t, d.* FROM unnest(ARRAY['pp', 'pq', 'pd', 'ph']) t, plain_differential(
     format('SELECT id FROM %s WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 AND id >= $5 ORDER BY id DESC LIMIT $4', t),
     'ORG_B', 3, 40) d ORDER BY t;
 SET alerts.custom_scan_partitioned = off;
-SELECT t, d.* FROM unnest(ARRAY['pp', 'pq']) t, plain_differential(
+SELECT t, d.* FROM unnest(ARRAY['pp', 'pq', 'pd', 'ph']) t, plain_differential(
     format('SELECT id FROM %s WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 AND id >= $5 ORDER BY id DESC LIMIT $4', t),
     'ORG_C', 2, 40) d ORDER BY t;
 RESET alerts.custom_scan_partitioned;
@@ -325,6 +344,6 @@ DROP PROCEDURE attach_while_read(text, boolean);
 DROP FUNCTION attach_wait(), wait_for(text);
 DROP ROLE regress_alerts_attach;
 
-DROP TABLE odd, pp, pq, plain_plans;
+DROP TABLE odd, pp, pq, pd, ph, plain_plans;
 DROP INDEX plain_keys;
 DO $$ BEGIN EXECUTE format('ALTER DATABASE %I RESET session_preload_libraries', current_database()); END $$;
