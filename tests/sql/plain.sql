@@ -362,6 +362,8 @@ GRANT SELECT, INSERT, DELETE ON plain_plans TO plain_viewer;
 ALTER TABLE alerts ENABLE ROW LEVEL SECURITY;
 CREATE POLICY plain_nothing ON alerts TO plain_viewer USING (false);
 SET ROLE plain_viewer;
+EXPLAIN (COSTS OFF)
+SELECT id FROM alerts_recent WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T1"}' ORDER BY id DESC LIMIT 50;
 SELECT f, plain_same('SELECT id FROM alerts_recent WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', 'ORG_A', f::jsonb) AS newest,
           plain_same('SELECT id FROM alerts_recent WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id LIMIT 50', 'ORG_A', f::jsonb) AS oldest
 FROM unnest(ARRAY['{"team": "T1"}', '{"rare": "needle"}']) f;

@@ -50,6 +50,17 @@ pub unsafe fn properties(
         if shape.ascending {
             text(c"Order", "oldest first (id ascending)");
         }
+        if shape.reader != 0 {
+            // the role Postgres reads the table as (a view's owner): its
+            // searches run as it
+            let name = pg_sys::GetUserNameFromId(shape.reader.into(), true);
+            let name = if name.is_null() {
+                shape.reader.to_string()
+            } else {
+                crate::datum::cstr_owned(name)
+            };
+            text(c"Reads As", &format!("{name} (the view's owner)"));
+        }
         if !columns.is_empty() {
             text(c"Columns Tested In Search", &columns.join(", "));
         }
