@@ -138,6 +138,10 @@ SELECT t, d.* FROM unnest(ARRAY['pp', 'pq', 'pd', 'ph']) t, plain_differential(
     format('SELECT id FROM %s WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 AND id >= $5 ORDER BY id DESC LIMIT $4', t),
     'ORG_C', 2, 40) d ORDER BY t;
 RESET alerts.custom_scan_partitioned;
+-- No window, pages of 7 after an offset of 3.
+SELECT t, d.* FROM unnest(ARRAY['pp', 'pq', 'pd', 'ph']) t, plain_differential(
+    format('SELECT id FROM %s WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 ORDER BY id DESC LIMIT $4 OFFSET 3', t),
+    'ORG_C', 2, 7) d ORDER BY t;
 
 -- A rare filter on partitions read in a merge: a partition's first page
 -- is one row, but when the tenant keys or GIN answer it, it keeps what
