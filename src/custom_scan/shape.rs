@@ -34,8 +34,9 @@ pub struct Shape {
     /// of every child, and most give no more, so the first page is of one
     /// row.
     pub merged: bool,
-    /// The scan is of a partitioned table as a whole: the search merges
-    /// its partitions (`alerts.custom_scan_partitioned`).
+    /// The scan is of a partitioned table as a whole: the search walks its
+    /// partitions in turn (by `id` ranges) or merges them
+    /// (`alerts.custom_scan_partitioned`).
     pub partitioned: bool,
     /// The role the query reads the table as (a view's owner), whose
     /// searches run as it; 0: the role running the query.
