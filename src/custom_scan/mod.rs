@@ -3,8 +3,8 @@
 //! LIMIT 50`, the query apps already send, run by the same walk and routes
 //! as `alerts_search`.
 //!
-//! - `path.rs`: the planner hook offering the path, its cost, and the plan
-//!   (with their method tables);
+//! - `path.rs`: the planner hook offering the path, and its cost;
+//! - `plan.rs`: the plan made of it (with the method tables);
 //! - `quals.rs`: which quals of the scan a search can use;
 //! - `table.rs`: what the planner learns of the scanned table;
 //! - `shape.rs`: what a plan carries, shared by the planner and the executor;
@@ -18,6 +18,7 @@
 
 mod exec;
 mod path;
+mod plan;
 mod quals;
 mod shape;
 mod table;

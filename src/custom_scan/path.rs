@@ -1,7 +1,7 @@
 //! The planner side: a `set_rel_pathlist_hook` that offers the custom path
 //! for the scan of a table searches can read, when the query has what a
 //! search needs (see `quals.rs`) and wants the rows in `id` order (`ORDER
-//! BY id DESC`, newest first, or `ASC`); and the plan made of that path.
+//! BY id DESC`, newest first, or `ASC`); the plan is made in `plan.rs`.
 //!
 //! A hook on the relation's path list (rather than a table access method
 //! or an index AM) because the scan is a different way of reading one
@@ -19,7 +19,7 @@ use pgrx::pg_guard;
 use pgrx::pg_sys;
 
 use super::quals::{self, Columns};
-use super::shape::{Shape, NAME};
+use super::shape::Shape;
 use super::table::{
     columns_of, has_pagination_index, ids_unique, merged_child, partitioned_of,
     reads_system_columns, table_of, Partitioned,
@@ -37,7 +37,7 @@ pub unsafe fn install() {
     // SAFETY: backends are single-threaded; called once at load; the
     // table is static.
     unsafe {
-        pg_sys::RegisterCustomScanMethods(&raw const SCAN_METHODS);
+        pg_sys::RegisterCustomScanMethods(&raw const super::plan::SCAN_METHODS);
         PREVIOUS = pg_sys::set_rel_pathlist_hook;
         pg_sys::set_rel_pathlist_hook = Some(hook);
         PREVIOUS_UPPER = pg_sys::create_upper_paths_hook;
@@ -245,10 +245,7 @@ unsafe fn offer(
         for c in &found.columns {
             push(c.value.cast());
         }
-        let mut ints: *mut pg_sys::List = std::ptr::null_mut();
-        for i in shape.to_ints() {
-            ints = pg_sys::lappend(ints, pg_sys::makeInteger(i).cast());
-        }
+        let ints = shape.to_list();
 
         let (startup, total) = cost(root, rel, found.org_qual, parts.as_ref());
         let path =
@@ -274,7 +271,7 @@ unsafe fn offer(
             ),
             guaranteed.cast(),
         );
-        (*path).methods = &raw const PATH_METHODS;
+        (*path).methods = &raw const super::plan::PATH_METHODS;
         Some(path)
     }
 }
@@ -391,57 +388,5 @@ unsafe fn cost(
                     (s + ls, t + lt)
                 }),
         }
-    }
-}
-
-/// The methods of the path and the plan. Postgres keeps pointers to them;
-/// they are never written after load.
-static mut PATH_METHODS: pg_sys::CustomPathMethods = pg_sys::CustomPathMethods {
-    CustomName: NAME.as_ptr(),
-    PlanCustomPath: Some(plan),
-    ReparameterizeCustomPathByChild: None,
-};
-static mut SCAN_METHODS: pg_sys::CustomScanMethods = pg_sys::CustomScanMethods {
-    CustomName: NAME.as_ptr(),
-    CreateCustomScanState: Some(super::exec::create_state),
-};
-
-/// `PlanCustomPath`: the plan of our path. Every qual stays with the
-/// executor but the tenant's equality and the `id` bounds the search's
-/// window keeps exactly; the search's values travel in `custom_exprs`.
-#[pgrx::pg_guard]
-unsafe extern "C-unwind" fn plan(
-    _root: *mut pg_sys::PlannerInfo,
-    rel: *mut pg_sys::RelOptInfo,
-    best_path: *mut pg_sys::CustomPath,
-    tlist: *mut pg_sys::List,
-    clauses: *mut pg_sys::List,
-    _custom_plans: *mut pg_sys::List,
-) -> *mut pg_sys::Plan {
-    // SAFETY: planner nodes; the plan is built in the planner's memory.
-    unsafe {
-        let private = (*best_path).custom_private;
-        let exprs = pg_sys::list_nth(private, 0) as *mut pg_sys::List;
-        let ints = pg_sys::list_nth(private, 1) as *mut pg_sys::List;
-        let cscan =
-            pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomScan>()) as *mut pg_sys::CustomScan;
-        (*cscan).scan.plan.type_ = pg_sys::NodeTag::T_CustomScan;
-        (*cscan).scan.plan.targetlist = tlist;
-        // every qual but those the search holds exactly (quals.rs)
-        let guaranteed = pg_sys::list_nth(private, 2) as *mut pg_sys::List;
-        let mut qual: *mut pg_sys::List = std::ptr::null_mut();
-        for i in 0..pg_sys::list_length(clauses) {
-            let rinfo = pg_sys::list_nth(clauses, i) as *mut pg_sys::RestrictInfo;
-            if !(*rinfo).pseudoconstant && !pg_sys::list_member_ptr(guaranteed, rinfo.cast()) {
-                qual = pg_sys::lappend(qual, (*rinfo).clause.cast());
-            }
-        }
-        (*cscan).scan.plan.qual = qual;
-        (*cscan).scan.scanrelid = (*rel).relid;
-        (*cscan).flags = (*best_path).flags;
-        (*cscan).custom_exprs = pg_sys::copyObjectImpl(exprs.cast()).cast();
-        (*cscan).custom_private = pg_sys::copyObjectImpl(ints.cast()).cast();
-        (*cscan).methods = &raw const SCAN_METHODS;
-        cscan.cast()
     }
 }

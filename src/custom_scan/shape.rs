@@ -4,7 +4,7 @@
 //! integers in `custom_private`. Written by the planner (`path.rs`), read
 //! by the executor (`exec/`), which share nothing else.
 
-use pgrx::pg_sys::AttrNumber;
+use pgrx::pg_sys::{self, AttrNumber};
 
 use super::quals::Kind;
 
@@ -83,5 +83,33 @@ impl Shape {
             partitioned: rest[8 + 2 * rest[4] as usize] != 0,
             reader: rest[9 + 2 * rest[4] as usize] as u32,
         }
+    }
+}
+
+impl Shape {
+    /// The shape as a list of `Integer` nodes, for `custom_private`.
+    ///
+    /// # Safety
+    /// In a transaction; the list is made in the current memory.
+    pub unsafe fn to_list(&self) -> *mut pg_sys::List {
+        let ints = self.to_ints().into_iter();
+        // SAFETY: as the caller's.
+        ints.fold(std::ptr::null_mut(), |l, i| unsafe {
+            pg_sys::lappend(l, pg_sys::makeInteger(i).cast())
+        })
+    }
+
+    /// The shape of a list made by [`Shape::to_list`].
+    ///
+    /// # Safety
+    /// `list` is such a list.
+    pub unsafe fn from_list(list: *mut pg_sys::List) -> Shape {
+        // SAFETY: as the caller's.
+        let ints: Vec<i32> = unsafe {
+            (0..pg_sys::list_length(list))
+                .map(|i| (*(pg_sys::list_nth(list, i) as *mut pg_sys::Integer)).ival)
+                .collect()
+        };
+        Shape::from_ints(&ints)
     }
 }

@@ -130,10 +130,6 @@ unsafe extern "C-unwind" fn begin(
     unsafe {
         let state = node as *mut State;
         let cscan = (*node).ss.ps.plan as *mut pg_sys::CustomScan;
-        let ints = (*cscan).custom_private;
-        let ints: Vec<i32> = (0..pg_sys::list_length(ints))
-            .map(|i| (*(pg_sys::list_nth(ints, i) as *mut pg_sys::Integer)).ival)
-            .collect();
         let list = (*cscan).custom_exprs;
         let exprs = (0..pg_sys::list_length(list))
             .map(|i| pg_sys::ExecInitExpr(pg_sys::list_nth(list, i).cast(), &mut (*node).ss.ps))
@@ -152,7 +148,7 @@ unsafe extern "C-unwind" fn begin(
             )
         };
         let run = Run {
-            shape: Shape::from_ints(&ints),
+            shape: Shape::from_list((*cscan).custom_private),
             exprs,
             relid: (*rel).rd_id,
             rowtype: (*(*rel).rd_rel).reltype,

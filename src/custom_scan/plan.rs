@@ -1,0 +1,59 @@
+//! The plan made of the node's path: the quals the executor still tests,
+//! the search's values (`custom_exprs`) and their shape
+//! (`custom_private`), with the path's and the plan's method tables.
+
+use pgrx::pg_sys;
+
+use super::shape::NAME;
+
+/// The methods of the path and the plan. Postgres keeps pointers to them;
+/// they are never written after load.
+pub(super) static mut PATH_METHODS: pg_sys::CustomPathMethods = pg_sys::CustomPathMethods {
+    CustomName: NAME.as_ptr(),
+    PlanCustomPath: Some(plan),
+    ReparameterizeCustomPathByChild: None,
+};
+pub(super) static mut SCAN_METHODS: pg_sys::CustomScanMethods = pg_sys::CustomScanMethods {
+    CustomName: NAME.as_ptr(),
+    CreateCustomScanState: Some(super::exec::create_state),
+};
+
+/// `PlanCustomPath`: the plan of our path. Every qual stays with the
+/// executor but the tenant's equality and the `id` bounds the search's
+/// window keeps exactly; the search's values travel in `custom_exprs`.
+#[pgrx::pg_guard]
+unsafe extern "C-unwind" fn plan(
+    _root: *mut pg_sys::PlannerInfo,
+    rel: *mut pg_sys::RelOptInfo,
+    best_path: *mut pg_sys::CustomPath,
+    tlist: *mut pg_sys::List,
+    clauses: *mut pg_sys::List,
+    _custom_plans: *mut pg_sys::List,
+) -> *mut pg_sys::Plan {
+    // SAFETY: planner nodes; the plan is built in the planner's memory.
+    unsafe {
+        let private = (*best_path).custom_private;
+        let exprs = pg_sys::list_nth(private, 0) as *mut pg_sys::List;
+        let ints = pg_sys::list_nth(private, 1) as *mut pg_sys::List;
+        let cscan =
+            pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomScan>()) as *mut pg_sys::CustomScan;
+        (*cscan).scan.plan.type_ = pg_sys::NodeTag::T_CustomScan;
+        (*cscan).scan.plan.targetlist = tlist;
+        // every qual but those the search holds exactly (quals.rs)
+        let guaranteed = pg_sys::list_nth(private, 2) as *mut pg_sys::List;
+        let mut qual: *mut pg_sys::List = std::ptr::null_mut();
+        for i in 0..pg_sys::list_length(clauses) {
+            let rinfo = pg_sys::list_nth(clauses, i) as *mut pg_sys::RestrictInfo;
+            if !(*rinfo).pseudoconstant && !pg_sys::list_member_ptr(guaranteed, rinfo.cast()) {
+                qual = pg_sys::lappend(qual, (*rinfo).clause.cast());
+            }
+        }
+        (*cscan).scan.plan.qual = qual;
+        (*cscan).scan.scanrelid = (*rel).relid;
+        (*cscan).flags = (*best_path).flags;
+        (*cscan).custom_exprs = pg_sys::copyObjectImpl(exprs.cast()).cast();
+        (*cscan).custom_private = pg_sys::copyObjectImpl(ints.cast()).cast();
+        (*cscan).methods = &raw const SCAN_METHODS;
+        cscan.cast()
+    }
+}
