@@ -328,6 +328,17 @@ SELECT snd_plain($$SELECT id FROM snd_c WHERE organisation_id = 'o' AND attribut
                    AND attribute_values @> '{"b": [2]}' ORDER BY id DESC LIMIT 100$$) AS mixed;
 SELECT snd_plain($$SELECT id FROM snd_c WHERE organisation_id = 'o' AND attribute_values @> '{"a": 1}'
                    AND attribute_values @> '{"a": 1.0, "b": 2}' ORDER BY id DESC LIMIT 100$$) AS both_scalar;
+-- the same rows in a table partitioned by id, read whole by one node
+CREATE TABLE snd_cq (id text COLLATE "C" NOT NULL, organisation_id text NOT NULL,
+                     attribute_values jsonb, attribute_values_bitmap bit(512)) PARTITION BY RANGE (id);
+CREATE TABLE snd_cq1 PARTITION OF snd_cq FOR VALUES FROM (MINVALUE) TO (alerts_ulid_floor('2026-01-01 02:00+00'));
+CREATE TABLE snd_cq2 PARTITION OF snd_cq FOR VALUES FROM (alerts_ulid_floor('2026-01-01 02:00+00')) TO (MAXVALUE);
+CREATE TRIGGER alerts_bloom BEFORE INSERT OR UPDATE ON snd_cq FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger();
+CREATE INDEX ON snd_cq (organisation_id, id DESC) INCLUDE (attribute_values_bitmap);
+INSERT INTO snd_cq SELECT * FROM snd_c;
+ANALYZE snd_cq;
+SELECT n, snd_plain(format($$SELECT id FROM snd_cq WHERE organisation_id = 'o' AND attribute_values @> %L ORDER BY id DESC LIMIT 100$$, n)) AS partitioned
+FROM snd_needles ORDER BY n::text;
 SET plan_cache_mode = force_generic_plan;
 PREPARE snd_cp(jsonb) AS
   SELECT id FROM snd_c WHERE organisation_id = 'o' AND attribute_values @> $1 ORDER BY id DESC LIMIT 100;
@@ -352,7 +363,7 @@ RESET plan_cache_mode;
 DEALLOCATE snd_cp;
 RESET enable_seqscan; RESET enable_indexscan; RESET enable_bitmapscan; RESET enable_sort;
 
-DROP TABLE snd_a1, snd_a2, snd_p, snd_c1, snd_c2, snd_lone, snd_am, snd_pat, snd_k, snd_n1, snd_n2, snd_ch, snd_c CASCADE;
+DROP TABLE snd_a1, snd_a2, snd_p, snd_c1, snd_c2, snd_lone, snd_am, snd_pat, snd_k, snd_n1, snd_n2, snd_ch, snd_c, snd_cq CASCADE;
 DROP SCHEMA snd_s1, snd_s2, snd_evil, snd_hostile CASCADE;
 DROP ACCESS METHOD snd_heap2;
 DROP FUNCTION snd_diff, snd_plain, snd_team_seen, snd_kept, snd_param;
