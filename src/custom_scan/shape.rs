@@ -84,9 +84,7 @@ impl Shape {
             reader: rest[9 + 2 * rest[4] as usize] as u32,
         }
     }
-}
 
-impl Shape {
     /// The shape as a list of `Integer` nodes, for `custom_private`.
     ///
     /// # Safety
