@@ -44,7 +44,7 @@ pub struct Shape {
 }
 
 impl Shape {
-    pub fn to_ints(&self) -> Vec<i32> {
+    fn to_ints(&self) -> Vec<i32> {
         let mut v = vec![self.ids_unique as i32, self.filters.len() as i32];
         v.extend(self.filters.iter().map(|&k| k.to_int()));
         v.extend([
@@ -63,7 +63,7 @@ impl Shape {
         v
     }
 
-    pub fn from_ints(v: &[i32]) -> Shape {
+    fn from_ints(v: &[i32]) -> Shape {
         let n = v[1] as usize;
         let rest = &v[2 + n..];
         Shape {
