@@ -1,10 +1,11 @@
 //! The plan made of the node's path: the quals the executor still tests,
-//! the search's values (`custom_exprs`) and their shape
-//! (`custom_private`), with the path's and the plan's method tables.
+//! the search's values (`custom_exprs`), their shape and the partitions
+//! the plan read (`custom_private`), with the path's and the plan's
+//! method tables.
 
 use pgrx::pg_sys;
 
-use super::shape::NAME;
+use super::shape::{Shape, NAME};
 
 /// The methods of the path and the plan. Postgres keeps pointers to them;
 /// they are never written after load.
@@ -23,7 +24,7 @@ pub(super) static mut SCAN_METHODS: pg_sys::CustomScanMethods = pg_sys::CustomSc
 /// window keeps exactly; the search's values travel in `custom_exprs`.
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn plan(
-    _root: *mut pg_sys::PlannerInfo,
+    root: *mut pg_sys::PlannerInfo,
     rel: *mut pg_sys::RelOptInfo,
     best_path: *mut pg_sys::CustomPath,
     tlist: *mut pg_sys::List,
@@ -52,7 +53,14 @@ unsafe extern "C-unwind" fn plan(
         (*cscan).scan.scanrelid = (*rel).relid;
         (*cscan).flags = (*best_path).flags;
         (*cscan).custom_exprs = pg_sys::copyObjectImpl(exprs.cast()).cast();
-        (*cscan).custom_private = pg_sys::copyObjectImpl(ints.cast()).cast();
+        // the shape, and the partitions of a partitioned table searched
+        // whole as this plan reads them (`search::planned_tree`)
+        let shape = Shape::from_list(ints);
+        let tree = shape.partitioned.then(|| {
+            let relid = (**(*root).simple_rte_array.add((*rel).relid as usize)).relid;
+            crate::search::planned_tree(root, relid)
+        });
+        (*cscan).custom_private = shape.to_private(tree.as_deref());
         (*cscan).methods = &raw const SCAN_METHODS;
         cscan.cast()
     }

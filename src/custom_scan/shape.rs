@@ -1,8 +1,9 @@
 //! What a plan of the node carries: its `custom_exprs` in order (the
 //! tenant, the attribute conditions, the lower and upper bounds on `id`, the
 //! query's `LIMIT` and `OFFSET`, the column values), described by a list of
-//! integers in `custom_private`. Written by the planner (`path.rs`), read
-//! by the executor (`exec/`), which share nothing else.
+//! integers in `custom_private` (beside the partitions the plan read).
+//! Written by the planner (`path.rs`, `plan.rs`), read by the executor
+//! (`exec/`), which share nothing else.
 
 use pgrx::pg_sys::{self, AttrNumber};
 
@@ -95,6 +96,42 @@ impl Shape {
         ints.fold(std::ptr::null_mut(), |l, i| unsafe {
             pg_sys::lappend(l, pg_sys::makeInteger(i).cast())
         })
+    }
+
+    /// A plan's `custom_private`: the shape, and the partitions a
+    /// partitioned table searched whole reads (`tree`, None for any other
+    /// scan).
+    ///
+    /// # Safety
+    /// In a transaction; the list is made in the current memory.
+    pub unsafe fn to_private(&self, tree: Option<&[pg_sys::Oid]>) -> *mut pg_sys::List {
+        // SAFETY: as the caller's.
+        unsafe {
+            let oids = tree.unwrap_or_default().iter();
+            let oids = oids.fold(std::ptr::null_mut(), |l, &o| pg_sys::lappend_oid(l, o));
+            pg_sys::lappend(
+                pg_sys::lappend(std::ptr::null_mut(), self.to_list().cast()),
+                oids.cast(),
+            )
+        }
+    }
+
+    /// The shape and partitions of a list made by [`Shape::to_private`].
+    ///
+    /// # Safety
+    /// `list` is such a list.
+    pub unsafe fn from_private(list: *mut pg_sys::List) -> (Shape, Option<Vec<pg_sys::Oid>>) {
+        // SAFETY: as the caller's.
+        unsafe {
+            let shape = Shape::from_list(pg_sys::list_nth(list, 0).cast());
+            let oids = pg_sys::list_nth(list, 1) as *mut pg_sys::List;
+            let tree = shape.partitioned.then(|| {
+                (0..pg_sys::list_length(oids))
+                    .map(|i| pg_sys::list_nth_oid(oids, i))
+                    .collect()
+            });
+            (shape, tree)
+        }
     }
 
     /// The shape of a list made by [`Shape::to_list`].

@@ -39,11 +39,12 @@ pub struct Args<'a> {
     pub spare: i64,
     /// Oldest first (then `before` is unused: the bounds are here).
     pub ascending: Option<Ascending>,
-    /// A partitioned table read in several searches (the custom scan's
-    /// pages): its partition tree when the first began. The direct walk
-    /// reads only those partitions; a search through statements, which
-    /// read the table's partitions as they are, raises an ERROR if the
-    /// tree has changed since (`partitions::unchanged`).
+    /// A partitioned table read by a plain query's scan, in several
+    /// searches: the partition tree its plan read
+    /// (`partitions::planned_tree`). The direct walk reads only those
+    /// partitions; a search through statements, which read the table's
+    /// partitions as they are, raises an ERROR if the tree is no longer
+    /// that (`partitions::unchanged`).
     pub pinned: Option<&'a [Oid]>,
 }
 

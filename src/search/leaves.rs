@@ -63,12 +63,8 @@ pub unsafe fn fill<'a>(
     // SAFETY: as the caller's; each leaf is locked before its caches are
     // read, and every walk begun here is ended here.
     unsafe {
-        let mut found = partitions::leaves(parent, args.org, args.floor, args.before);
-        if let Some(pinned) = args.pinned {
-            // partitions attached since the caller's first search are not
-            // read (nothing else changes the tree while it runs)
-            found.oids.retain(|o| pinned.contains(o));
-        }
+        // a plain query's scan: the partitions of its plan
+        let found = partitions::leaves(parent, (args.org, args.floor, args.before), args.pinned);
         // every leaf first: the call reads all of them directly, or none
         let mut leaves = Vec::new();
         for leaf in found.oids {

@@ -70,7 +70,7 @@ use args::{checked_args, function_schema, same_columns_as_planned};
 pub use call::Ascending;
 pub use indexes::register_callbacks;
 use page::Page;
-pub use partitions::{merges_children, tree as partition_tree};
+pub use partitions::{merges_children, planned_tree};
 pub use reader::{plain_read_as, reads_whole_rows, ReadAs};
 use spi::cstr_owned;
 

@@ -30,18 +30,58 @@ use crate::datum::{error, text_cmp, varlena_bytes};
 /// # Safety
 /// Must run in a transaction; `relid` must be a valid relation.
 pub unsafe fn tree(relid: Oid) -> Option<Vec<Oid>> {
-    // SAFETY: as the caller's; the relations are opened under the lock the
-    // call's statements take anyway, and closed keeping it.
+    // SAFETY: as the caller's.
     unsafe {
         if pg_sys::get_rel_relkind(relid) != pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char {
             return None;
         }
         pg_sys::AcceptInvalidationMessages();
+        Some(tree_of(relid, |rel| {
+            pg_sys::RelationGetPartitionDesc(rel, true)
+        }))
+    }
+}
+
+/// The partitions of partitioned table `relid`, every level, as the
+/// planner of `root` read them: the descriptors its partition directory
+/// kept (a partition attached or detached since then is not in it, nor in
+/// Postgres' plan). A scan of the table as a whole reads these and no
+/// other, as the rest of the plan does.
+///
+/// # Safety
+/// Called while `root` is being planned, before its directory is freed;
+/// `relid` is a partitioned table the planner has locked.
+pub unsafe fn planned_tree(root: *mut pg_sys::PlannerInfo, relid: Oid) -> Vec<Oid> {
+    // SAFETY: as the caller's; the directory keeps each descriptor it
+    // returns (and a reference to its relation) until the plan is made.
+    unsafe {
+        let directory = (*(*root).glob).partition_directory;
+        if directory.is_null() {
+            return tree(relid).unwrap_or_default();
+        }
+        tree_of(relid, |rel| {
+            pg_sys::PartitionDirectoryLookup(directory, rel)
+        })
+    }
+}
+
+/// The partitions under `relid`, every level, each level's from `desc_of`.
+///
+/// # Safety
+/// In a transaction; `relid` is a partitioned table, and `desc_of`
+/// returns the partition descriptor of an open partitioned table.
+unsafe fn tree_of(
+    relid: Oid,
+    desc_of: impl Fn(pg_sys::Relation) -> pg_sys::PartitionDesc,
+) -> Vec<Oid> {
+    // SAFETY: as the caller's; the relations are opened under the lock
+    // the call's statements take anyway, and closed keeping it.
+    unsafe {
         let mut oids = Vec::new();
         let mut parents = vec![relid];
         while let Some(parent) = parents.pop() {
             let rel = pg_sys::relation_open(parent, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-            let desc = pg_sys::RelationGetPartitionDesc(rel, true);
+            let desc = desc_of(rel);
             let n = usize::try_from((*desc).nparts).unwrap_or(0);
             for i in 0..n {
                 let oid = *(*desc).oids.add(i);
@@ -52,28 +92,28 @@ pub unsafe fn tree(relid: Oid) -> Option<Vec<Oid>> {
             }
             pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
         }
-        Some(oids)
+        oids
     }
 }
 
-/// An ERROR unless the partition tree of `relid` is still `before`: a
-/// plain query's scan of a partitioned table searched whole reads it in
-/// pages, one search each, and they must all read one partition set, as
-/// Postgres' own plan does (a partition can be attached beside a running
-/// query). The direct walk reads only the partitions of `before`; a
-/// search through statements reads the table's as they are, and checks
-/// here after it has read.
+/// An ERROR unless the partition tree of `relid` is still `planned`: a
+/// plain query's scan of a partitioned table searched whole reads the
+/// partitions its plan read ([`planned_tree`]), as the rest of Postgres'
+/// plan does (a partition can be attached beside a running query, or
+/// between its planning and its execution). The direct walk reads only
+/// those; a search through statements reads the table's as they are, and
+/// checks here after it has read.
 ///
 /// # Safety
 /// As [`tree`].
-pub unsafe fn unchanged(relid: Oid, before: &[Oid]) {
+pub unsafe fn unchanged(relid: Oid, planned: &[Oid]) {
     // SAFETY: as the caller's.
     unsafe {
-        if tree(relid).unwrap_or_default() != before {
+        if tree(relid).unwrap_or_default() != planned {
             let name = super::spi::cstr_owned(pg_sys::get_rel_name(relid));
             error(
                 PgSqlErrorCode::ERRCODE_T_R_SERIALIZATION_FAILURE,
-                format!("alerts_search: partitions of {name} were attached or detached while the query read it in pages (the pages would mix two sets of partitions)"),
+                format!("alerts_search: partitions of {name} were attached or detached since the query was planned (its pages would not read the partitions its plan reads)"),
                 "retry the query",
             );
         }
@@ -121,11 +161,18 @@ pub unsafe fn consistent(relid: Oid, mut read: impl FnMut(), mut retry: impl FnM
 /// and the column's collation, keeps only the partitions whose bounds meet
 /// the window (and its default partition); a level partitioned by hash of
 /// `organisation_id`, the tenant's partition; any other level keeps all.
-/// Each level is locked as a statement's planning would lock it.
+/// Each level is locked as a statement's planning would lock it. With
+/// `planned` (a plain query's scan, [`planned_tree`]) only the partitions
+/// of its plan are kept, a partition its plan read and that is being
+/// detached (`DETACH CONCURRENTLY`) among them.
 ///
 /// # Safety
 /// Must run in a transaction; `relid` is a partitioned table.
-pub unsafe fn leaves(relid: Oid, org: Datum, floor: Datum, before: Option<Datum>) -> Leaves {
+pub unsafe fn leaves(
+    relid: Oid,
+    (org, floor, before): (Datum, Datum, Option<Datum>),
+    planned: Option<&[Oid]>,
+) -> Leaves {
     // SAFETY: as the caller's; the partitioned tables are opened under
     // the lock a statement on them takes, and closed keeping it.
     unsafe {
@@ -135,7 +182,7 @@ pub unsafe fn leaves(relid: Oid, org: Datum, floor: Datum, before: Option<Datum>
         let mut parents = vec![relid];
         while let Some(parent) = parents.pop() {
             let rel = pg_sys::relation_open(parent, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-            let desc = pg_sys::RelationGetPartitionDesc(rel, true);
+            let desc = pg_sys::RelationGetPartitionDesc(rel, planned.is_none());
             let n = usize::try_from((*desc).nparts).unwrap_or(0);
             let meets = in_window(rel, desc, (org, floor, before));
             if parent == relid {
@@ -150,6 +197,9 @@ pub unsafe fn leaves(relid: Oid, org: Datum, floor: Datum, before: Option<Datum>
                     continue;
                 }
                 let oid = *(*desc).oids.add(i);
+                if planned.is_some_and(|p| !p.contains(&oid)) {
+                    continue;
+                }
                 if *(*desc).is_leaf.add(i) {
                     found.push(oid);
                 } else {

@@ -3,7 +3,8 @@
 -- first, each page checked against the exact filter in the same statement
 -- (one snapshot), one transaction per page, logging wrong pages and errors,
 -- until told to stop; then it says it is done. A check during which a
--- partition was attached (partitions_attached changed) is not judged.
+-- partition was attached (partitions_attached changed, or its ATTACH had
+-- not yet returned) is not judged.
 DO $$
 DECLARE
     cur text;
@@ -12,6 +13,7 @@ DECLARE
     oracle text[];
     f jsonb;
     attached int;
+    settled int;
 BEGIN
     LOOP
         EXIT WHEN EXISTS (SELECT 1 FROM searcher_stop);
@@ -22,16 +24,17 @@ BEGIN
                 -- alerts_search, the plain query (the custom scan once the
                 -- library is loaded) and an oracle the node cannot take (its
                 -- scan fenced from the ORDER BY by OFFSET 0)
-                attached := (SELECT n FROM partitions_attached);
+                SELECT n, p.settled INTO attached, settled FROM partitions_attached p;
                 SELECT array(SELECT id FROM alerts_search(NULL::p_time, 'ORG_A', f, '-infinity', cur, 200)),
                        array(SELECT id FROM p_time WHERE organisation_id = 'ORG_A' AND attribute_values @> f
                                AND id < coalesce(cur, '8') ORDER BY id DESC LIMIT 200),
                        array(SELECT id FROM (SELECT id FROM p_time WHERE organisation_id = 'ORG_A' AND attribute_values @> f
                                AND id < coalesce(cur, '8') OFFSET 0) o ORDER BY id DESC LIMIT 200)
                 INTO page, plain, oracle;
-                -- a partition attached while the statement ran: the sides
-                -- may have read different partitions; not judged
-                IF (SELECT n FROM partitions_attached) <> attached THEN
+                -- a partition attached while the statement ran, or whose
+                -- ATTACH had not returned when it began: the sides may
+                -- have read different partitions; not judged
+                IF (SELECT n FROM partitions_attached) <> attached OR settled <> attached THEN
                     page := oracle;
                     plain := oracle;
                 END IF;

@@ -302,13 +302,17 @@ DROP TABLE enabled_alone;
 -- after each, while this session detaches and drops the oldest months
 -- (once CONCURRENTLY) and attaches a new one.
 CREATE TABLE searcher_log (at timestamptz DEFAULT clock_timestamp(), ok boolean, error text);
--- Bumped in the transaction of each ATTACH: a statement planned before an
--- ATTACH commits reads the old partitions to its end, one planned after it
--- the new, so a check whose statement overlapped an ATTACH compares two
+-- n is bumped in the transaction of each ATTACH, settled once it has
+-- returned: a statement planned before an ATTACH commits reads the old
+-- partitions to its end, one planned after it the new, and alerts_search,
+-- like any function that runs SQL, reads the partitions as they are when
+-- it is called (the ATTACH's invalidation reaches a backend only after its
+-- commit is visible, so the call may see a partition its statement's plan
+-- does not). A check whose statement overlapped an ATTACH compares two
 -- different tables and is not judged (the call's own consistency across an
--- ATTACH is tested below, with p_gate).
-CREATE TABLE partitions_attached (n int);
-INSERT INTO partitions_attached VALUES (0);
+-- ATTACH is tested below, with p_gate; the plain query's, with p_plan).
+CREATE TABLE partitions_attached (n int, settled int);
+INSERT INTO partitions_attached VALUES (0, 0);
 CREATE TABLE searcher_stop (stop boolean);
 CREATE TABLE searcher_done (done boolean);
 \setenv PGDATABASE :DBNAME
@@ -328,6 +332,7 @@ BEGIN;
 ALTER TABLE p_time ATTACH PARTITION p_time_2026_02 FOR VALUES FROM ('2026-02-01') TO ('2026-03-01');
 UPDATE partitions_attached SET n = n + 1;
 COMMIT;
+UPDATE partitions_attached SET settled = n;
 CALL alerts_enable('p_time_2026_02');
 ALTER TABLE p_time DETACH PARTITION p_time_2025_02 CONCURRENTLY;
 DROP TABLE p_time_2025_02;
@@ -394,6 +399,49 @@ FROM gate_result r;
 DROP TABLE p_gate, gate_result;
 DROP FUNCTION gate_wait();
 DROP ROLE regress_alerts_gate;
+
+-- A partition attached after a plain query was planned, before its scan
+-- read its first page: the node reads the partitions its plan read, as
+-- the rest of Postgres' plan does. A second client
+-- (tests/clients/plan_searcher.sql) runs one statement whose first
+-- subquery waits on an advisory lock this session holds, the second is
+-- the plain query (the node searching p_plan whole), the third the same
+-- rows through Postgres' plan; this session attaches p_plan_2, whose rows
+-- are the tenant's newest, while it waits.
+CREATE TABLE p_plan (id text COLLATE "C" NOT NULL, organisation_id text COLLATE "C" NOT NULL, priority_id int NOT NULL,
+                     attribute_values jsonb NOT NULL DEFAULT '{}', PRIMARY KEY (id, priority_id)) PARTITION BY LIST (priority_id);
+CREATE TABLE p_plan_1 PARTITION OF p_plan FOR VALUES IN (1);
+CREATE TABLE p_plan_2 PARTITION OF p_plan FOR VALUES IN (2);
+CREATE TABLE p_plan_3 PARTITION OF p_plan FOR VALUES IN (3);
+INSERT INTO p_plan SELECT alerts_ulid(timestamptz '2025-06-01' + g * interval '1 minute'), 'ORG_A', CASE WHEN g > 1900 THEN 2 ELSE 1 + 2 * (g % 2) END,
+                          jsonb_build_object('env', CASE WHEN g % 5 = 0 THEN 'prod' ELSE 'dev' END)
+FROM generate_series(1, 2000) g;
+CALL alerts_enable('p_plan');
+SELECT alerts_index_command('p_plan') \gexec
+ANALYZE p_plan;
+ALTER TABLE p_plan DETACH PARTITION p_plan_2;
+CREATE TABLE plan_result (plain text[], oracle text[]);
+SET alerts.custom_scan = on;
+EXPLAIN (COSTS OFF) SELECT id FROM p_plan WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"env": "prod"}' ORDER BY id DESC LIMIT 50;
+SET alerts.custom_scan = off;
+SELECT pg_advisory_lock(4243) IS NOT NULL AS gate_closed;
+\! psql -X -q -f tests/clients/plan_searcher.sql >/dev/null 2>&1 &
+DO $$ BEGIN  -- until the statement waits at the gate
+    FOR i IN 1..600 LOOP
+        EXIT WHEN EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4243 AND NOT granted);
+        PERFORM pg_sleep(0.05);
+    END LOOP;
+END $$;
+SELECT count(*) AS statements_waiting FROM pg_locks WHERE locktype = 'advisory' AND objid = 4243 AND NOT granted;
+ALTER TABLE p_plan ATTACH PARTITION p_plan_2 FOR VALUES IN (2);
+SELECT pg_advisory_unlock(4243) AS gate_opened;
+DO $$ BEGIN
+    FOR i IN 1..600 LOOP EXIT WHEN EXISTS (SELECT 1 FROM plan_result); PERFORM pg_sleep(0.05); END LOOP;
+END $$;
+SELECT cardinality(plain) AS plain_rows, plain = oracle AS plain_reads_planned_partitions,
+       (SELECT count(*) FROM unnest(plain) u(id) JOIN p_plan_2 USING (id)) AS from_attached
+FROM plan_result;
+DROP TABLE p_plan, plan_result;
 
 -- Bad layouts and calls, each refused before any change.
 CREATE TABLE p_bad (id text NOT NULL, organisation_id text NOT NULL, attribute_values jsonb) PARTITION BY LIST (organisation_id);

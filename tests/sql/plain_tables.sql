@@ -222,8 +222,9 @@ RESET alerts.custom_scan;
 -- (tests/clients/attach_plain_searcher.sql) reads every match of p_attach
 -- (800: pages of 50, then 100...) waiting, after its first page, on an
 -- advisory lock this session holds while it attaches p_attach_2: through
--- a qual of the query (the direct walk: the later pages read the first
--- page's partitions, and the query returns the rows of those), then under
+-- a qual of the query (the direct walk: the later pages read the
+-- partitions of the query's plan, and the query returns the rows of
+-- those, as Postgres' plan does), then under
 -- a policy (the search reads through statements, which would see the new
 -- partition: the query ends with a serialization failure).
 CREATE TABLE p_attach (id text COLLATE "C" NOT NULL, organisation_id text COLLATE "C" NOT NULL, created_at timestamptz NOT NULL,

@@ -90,8 +90,8 @@ pub struct Run {
     ready: VecDeque<Datum>,
     /// The id whose rows are read whole before the next page.
     tie: Option<Vec<u8>>,
-    /// A partitioned table searched whole: its partition tree when the
-    /// scan began, the partitions every page reads (`Args::pinned`).
+    /// A partitioned table searched whole: the partitions its plan read,
+    /// those every page reads (`Args::pinned`).
     tree: Option<Vec<Oid>>,
     /// What the searches did, for EXPLAIN ANALYZE.
     pub trace: Trace,
@@ -131,6 +131,7 @@ unsafe extern "C-unwind" fn begin(
         let state = node as *mut State;
         let cscan = (*node).ss.ps.plan as *mut pg_sys::CustomScan;
         let list = (*cscan).custom_exprs;
+        let (shape, tree) = Shape::from_private((*cscan).custom_private);
         let exprs = (0..pg_sys::list_length(list))
             .map(|i| pg_sys::ExecInitExpr(pg_sys::list_nth(list, i).cast(), &mut (*node).ss.ps))
             .collect();
@@ -148,7 +149,7 @@ unsafe extern "C-unwind" fn begin(
             )
         };
         let run = Run {
-            shape: Shape::from_list((*cscan).custom_private),
+            shape,
             exprs,
             relid: (*rel).rd_id,
             rowtype: (*(*rel).rd_rel).reltype,
@@ -171,7 +172,7 @@ unsafe extern "C-unwind" fn begin(
             wanted: DEFAULT_PAGE,
             ready: VecDeque::new(),
             tie: None,
-            tree: None,
+            tree,
             trace: Trace::default(),
             pages: 0,
             first_page: 0,
@@ -311,10 +312,6 @@ impl Run {
             }
             if self.phase == Phase::Done {
                 return false;
-            }
-            // every search of the scan reads the partitions of the first
-            if self.shape.partitioned && self.tree.is_none() {
-                self.tree = crate::search::partition_tree(self.relid);
             }
             pg_sys::MemoryContextReset(self.page_cxt);
             let old = pg_sys::MemoryContextSwitchTo(self.page_cxt);
