@@ -359,6 +359,27 @@ SELECT count(*) AS searcher_finished FROM searcher_done;
 -- this session holds: its first chunk (1000 entries of p_gate_1, about 20
 -- matches) waits while this session attaches p_gate_2, whose matches
 -- interleave with p_gate_1's; the page must be the newest 50 of both.
+-- Waits (30 s at most) until a statement waits on advisory lock k: how
+-- many do; until table t has a row.
+CREATE FUNCTION gate_waiters(k int) RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN
+    FOR i IN 1..600 LOOP
+        EXIT WHEN EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = k AND NOT granted);
+        PERFORM pg_sleep(0.05);
+    END LOOP;
+    RETURN (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = k AND NOT granted);
+END $$;
+CREATE FUNCTION row_arrived(t regclass) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+    arrived boolean;
+BEGIN
+    FOR i IN 1..600 LOOP
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s)', t) INTO arrived;
+        EXIT WHEN arrived;
+        PERFORM pg_sleep(0.05);
+    END LOOP;
+    RETURN arrived;
+END $$;
 CREATE TABLE p_gate (id text COLLATE "C" NOT NULL, organisation_id text COLLATE "C" NOT NULL, priority_id int NOT NULL,
                      attribute_values jsonb NOT NULL DEFAULT '{}', PRIMARY KEY (id, priority_id)) PARTITION BY LIST (priority_id);
 CREATE TABLE p_gate_1 PARTITION OF p_gate FOR VALUES IN (1);
@@ -379,18 +400,10 @@ GRANT SELECT ON p_gate TO regress_alerts_gate;
 GRANT INSERT ON gate_result TO regress_alerts_gate;
 SELECT pg_advisory_lock(4242) IS NOT NULL AS gate_closed;
 \! psql -X -q -f tests/clients/gate_searcher.sql >/dev/null 2>&1 &
-DO $$ BEGIN  -- until the search waits at the gate
-    FOR i IN 1..600 LOOP
-        EXIT WHEN EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted);
-        PERFORM pg_sleep(0.05);
-    END LOOP;
-END $$;
-SELECT count(*) AS searches_waiting FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242 AND NOT granted;
+SELECT gate_waiters(4242) AS searches_waiting;
 ALTER TABLE p_gate ATTACH PARTITION p_gate_2 FOR VALUES IN (2);
 SELECT pg_advisory_unlock(4242) AS gate_opened;
-DO $$ BEGIN
-    FOR i IN 1..600 LOOP EXIT WHEN EXISTS (SELECT 1 FROM gate_result); PERFORM pg_sleep(0.05); END LOOP;
-END $$;
+SELECT row_arrived('gate_result');
 SELECT cardinality(r.page) AS page_rows,
        r.page = array(SELECT id FROM p_gate WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"env": "prod"}'
                       ORDER BY id DESC LIMIT 50) AS page_on_both_partitions,
@@ -426,22 +439,15 @@ EXPLAIN (COSTS OFF) SELECT id FROM p_plan WHERE organisation_id = 'ORG_A' AND at
 SET alerts.custom_scan = off;
 SELECT pg_advisory_lock(4243) IS NOT NULL AS gate_closed;
 \! psql -X -q -f tests/clients/plan_searcher.sql >/dev/null 2>&1 &
-DO $$ BEGIN  -- until the statement waits at the gate
-    FOR i IN 1..600 LOOP
-        EXIT WHEN EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 4243 AND NOT granted);
-        PERFORM pg_sleep(0.05);
-    END LOOP;
-END $$;
-SELECT count(*) AS statements_waiting FROM pg_locks WHERE locktype = 'advisory' AND objid = 4243 AND NOT granted;
+SELECT gate_waiters(4243) AS statements_waiting;
 ALTER TABLE p_plan ATTACH PARTITION p_plan_2 FOR VALUES IN (2);
 SELECT pg_advisory_unlock(4243) AS gate_opened;
-DO $$ BEGIN
-    FOR i IN 1..600 LOOP EXIT WHEN EXISTS (SELECT 1 FROM plan_result); PERFORM pg_sleep(0.05); END LOOP;
-END $$;
+SELECT row_arrived('plan_result');
 SELECT cardinality(plain) AS plain_rows, plain = oracle AS plain_reads_planned_partitions,
        (SELECT count(*) FROM unnest(plain) u(id) JOIN p_plan_2 USING (id)) AS from_attached
 FROM plan_result;
 DROP TABLE p_plan, plan_result;
+DROP FUNCTION gate_waiters(int), row_arrived(regclass);
 
 -- Bad layouts and calls, each refused before any change.
 CREATE TABLE p_bad (id text NOT NULL, organisation_id text NOT NULL, attribute_values jsonb) PARTITION BY LIST (organisation_id);
