@@ -2,9 +2,9 @@
 -- client process (psql in the background): pages through p_time newest
 -- first, each page checked against the exact filter in the same statement
 -- (one snapshot), one transaction per page, logging wrong pages and errors,
--- until told to stop; then it says it is done. A check during which a
--- partition was attached (partitions_attached changed, or its ATTACH had
--- not yet returned) is not judged.
+-- until told to stop; then it says it is done. A check during which the
+-- partition set changed (partition_changes moved, or a change had not
+-- yet returned when it began) is not judged.
 DO $$
 DECLARE
     cur text;
@@ -12,7 +12,7 @@ DECLARE
     plain text[];
     oracle text[];
     f jsonb;
-    attached int;
+    begun int;
     settled int;
 BEGIN
     LOOP
@@ -24,17 +24,17 @@ BEGIN
                 -- alerts_search, the plain query (the custom scan once the
                 -- library is loaded) and an oracle the node cannot take (its
                 -- scan fenced from the ORDER BY by OFFSET 0)
-                SELECT n, p.settled INTO attached, settled FROM partitions_attached p;
+                SELECT c.begun, c.settled INTO begun, settled FROM partition_changes c;
                 SELECT array(SELECT id FROM alerts_search(NULL::p_time, 'ORG_A', f, '-infinity', cur, 200)),
                        array(SELECT id FROM p_time WHERE organisation_id = 'ORG_A' AND attribute_values @> f
                                AND id < coalesce(cur, '8') ORDER BY id DESC LIMIT 200),
                        array(SELECT id FROM (SELECT id FROM p_time WHERE organisation_id = 'ORG_A' AND attribute_values @> f
                                AND id < coalesce(cur, '8') OFFSET 0) o ORDER BY id DESC LIMIT 200)
                 INTO page, plain, oracle;
-                -- a partition attached while the statement ran, or whose
-                -- ATTACH had not returned when it began: the sides may
+                -- the partition set changed while the statement ran, or
+                -- a change had not returned when it began: the sides may
                 -- have read different partitions; not judged
-                IF (SELECT n FROM partitions_attached) <> attached OR settled <> attached THEN
+                IF (SELECT c.begun FROM partition_changes c) <> begun OR settled <> begun THEN
                     page := oracle;
                     plain := oracle;
                 END IF;

@@ -302,17 +302,19 @@ DROP TABLE enabled_alone;
 -- after each, while this session detaches and drops the oldest months
 -- (once CONCURRENTLY) and attaches a new one.
 CREATE TABLE searcher_log (at timestamptz DEFAULT clock_timestamp(), ok boolean, error text);
--- n is bumped in the transaction of each ATTACH, settled once it has
--- returned: a statement planned before an ATTACH commits reads the old
--- partitions to its end, one planned after it the new, and alerts_search,
--- like any function that runs SQL, reads the partitions as they are when
--- it is called (the ATTACH's invalidation reaches a backend only after its
--- commit is visible, so the call may see a partition its statement's plan
--- does not). A check whose statement overlapped an ATTACH compares two
--- different tables and is not judged (the call's own consistency across an
--- ATTACH is tested below, with p_gate; the plain query's, with p_plan).
-CREATE TABLE partitions_attached (n int, settled int);
-INSERT INTO partitions_attached VALUES (0, 0);
+-- begun is bumped with each change of the partition set that does not
+-- wait for running statements (in the transaction of an ATTACH, before a
+-- DETACH CONCURRENTLY), settled once it has returned: a statement planned
+-- before such a change commits reads the old partitions to its end, one
+-- planned after it the new, and alerts_search, like any function that
+-- runs SQL, reads the partitions as they are when it is called (a commit
+-- is visible before its invalidation reaches other backends, so the call
+-- may see a set its statement's plan does not). A check whose statement
+-- overlapped such a change compares two different tables and is not
+-- judged (the call's own consistency across an ATTACH is tested below,
+-- with p_gate; the plain query's, with p_plan).
+CREATE TABLE partition_changes (begun int, settled int);
+INSERT INTO partition_changes VALUES (0, 0);
 CREATE TABLE searcher_stop (stop boolean);
 CREATE TABLE searcher_done (done boolean);
 \setenv PGDATABASE :DBNAME
@@ -320,7 +322,9 @@ CREATE TABLE searcher_done (done boolean);
 DO $$ BEGIN
     FOR i IN 1..600 LOOP EXIT WHEN (SELECT count(*) FROM searcher_log) >= 5; PERFORM pg_sleep(0.05); END LOOP;
 END $$;
+UPDATE partition_changes SET begun = begun + 1;
 ALTER TABLE p_time DETACH PARTITION archive CONCURRENTLY;
+UPDATE partition_changes SET settled = begun;
 DROP TABLE archive;
 ALTER TABLE p_time DETACH PARTITION p_time_2025_01;
 DROP TABLE p_time_2025_01;
@@ -330,11 +334,13 @@ SELECT alerts_ulid(t), 'ORG_A', t, 1, jsonb_build_object('env', 'prod', 'month',
 FROM generate_series(1, 300) g, LATERAL (SELECT timestamptz '2026-02-01' + g * interval '1 hour' AS t) x;
 BEGIN;
 ALTER TABLE p_time ATTACH PARTITION p_time_2026_02 FOR VALUES FROM ('2026-02-01') TO ('2026-03-01');
-UPDATE partitions_attached SET n = n + 1;
+UPDATE partition_changes SET begun = begun + 1;
 COMMIT;
-UPDATE partitions_attached SET settled = n;
+UPDATE partition_changes SET settled = begun;
 CALL alerts_enable('p_time_2026_02');
+UPDATE partition_changes SET begun = begun + 1;
 ALTER TABLE p_time DETACH PARTITION p_time_2025_02 CONCURRENTLY;
+UPDATE partition_changes SET settled = begun;
 DROP TABLE p_time_2025_02;
 DO $$
 DECLARE
@@ -483,5 +489,5 @@ DROP TABLE p_bad;
 DROP ROLE regress_alerts_part_owner, regress_alerts_part_other;
 DROP SERVER alerts_test_server;
 DROP FOREIGN DATA WRAPPER alerts_test_fdw;
-DROP TABLE p_time, p_id, p_two, searcher_log, searcher_stop, searcher_done, partitions_attached, index_reads;
+DROP TABLE p_time, p_id, p_two, searcher_log, searcher_stop, searcher_done, partition_changes, index_reads;
 DROP FUNCTION part_differential(regclass, text, int, jsonb, text);
