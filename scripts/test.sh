@@ -3,7 +3,8 @@
 # core's unit and property tests and fuzz targets, the release packages
 # (scripts/package.sh), then for each PostgreSQL version (15, 16, 18) the
 # extension installed from its package with no Rust on PATH into that
-# version's scratch cluster and exercised through SQL: pg_regress, the upgrade paths,
+# version's scratch cluster and exercised through SQL: pg_regress, the isolation
+# tests, the upgrade paths,
 # dump/restore, hostile inputs, replicas, crash safety (and, on 15, the
 # concurrency soak, DDL under load and a Citus cluster), and the package
 # removed cleanly.
@@ -83,6 +84,15 @@ for v in $VERSIONS; do
     --host="$PGHOST" --port="$PGPORT" --user="$PGUSER" --dbname=alerts_regress \
     --inputdir=tests --outputdir="target/regress-pg$v" --schedule=tests/schedule
   if [ -s "target/regress-pg$v/regression.diffs" ]; then head -200 "target/regress-pg$v/regression.diffs"; fi
+  # two and three sessions in a set order (tests/isolation): SERIALIZABLE
+  # conflicts, REPEATABLE READ, cursors
+  mkdir -p "target/isolation-pg$v"
+  step "[pg$v] isolation tests (pg_isolation_regress: SERIALIZABLE, snapshots, cursors)" \
+    env -i PATH="$PG_BINDIR:/usr/bin:/bin" LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}" LANG=C.UTF-8 \
+    "$PG_ISOLATION_REGRESS" --bindir="$PG_BINDIR" \
+    --host="$PGHOST" --port="$PGPORT" --user="$PGUSER" --dbname=alerts_isolation \
+    --inputdir=tests/isolation --outputdir="target/isolation-pg$v" --schedule=tests/isolation/schedule
+  if [ -s "target/isolation-pg$v/regression.diffs" ]; then head -200 "target/isolation-pg$v/regression.diffs"; fi
   # the suite on an upgraded database once per run (first version): the
   # object-by-object comparison with a fresh install runs on every version
   first=${VERSIONS%% *}
