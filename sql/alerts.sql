@@ -241,6 +241,9 @@ AS $$
 DECLARE
     bits integer;
     capacity integer;
+    tg_rel regclass;
+    tg_name name;
+    tg_state "char";
 BEGIN
     IF sample_percent IS NULL OR sample_percent <= 0 OR sample_percent > 100 THEN
         RAISE EXCEPTION 'alerts_bloom_stats: sample_percent must be in (0, 100], got %', sample_percent
@@ -267,6 +270,18 @@ BEGIN
     INTO rows, elements_mean, elements_p99, elements_max, bitmap_fill_mean, expected_fp_rate_p99,
          rows_without_bitmap, stale_bitmaps, advice;
     expected_fp_rate_p99 := power(1 - exp(-7.0 * coalesce(elements_p99, 0) / bits), 7);
+    -- the bloom trigger of these columns, on the table or a partition, when
+    -- it does not fire in every session (pg_partition_tree lists no table
+    -- that is neither partitioned nor a partition)
+    SELECT c.tgrelid, c.tgname, c.tgenabled INTO tg_rel, tg_name, tg_state
+    FROM (SELECT rel AS relid, 0 AS level UNION ALL SELECT relid, level FROM pg_partition_tree(rel) WHERE relid <> rel) t
+    JOIN pg_trigger c ON c.tgrelid = t.relid
+    WHERE NOT c.tgisinternal AND c.tgenabled <> 'A'
+      AND c.tgfoid = '@extschema@.alerts_bloom_trigger()'::regprocedure
+      AND CASE WHEN c.tgnargs = 0 THEN attrs_column = 'attribute_values' AND bitmap_column = 'attribute_values_bitmap'
+               ELSE c.tgargs = convert_to(attrs_column, getdatabaseencoding()) || '\x00'::bytea
+                               || convert_to(bitmap_column, getdatabaseencoding()) || '\x00'::bytea END
+    ORDER BY t.level, t.relid LIMIT 1;
     -- elements a bitmap of this width holds at a 1% false-positive rate
     capacity := floor(-bits / 7.0 * ln(1 - power(0.01, 1 / 7.0)))::integer;
     advice := concat_ws(' ',
@@ -279,7 +294,13 @@ BEGIN
             rows_without_bitmap, rel::text, attrs_column, bitmap_column) END,
         CASE WHEN stale_bitmaps > rows_without_bitmap THEN format(
             '%s bitmaps do not match their attributes (written by another format version or without the trigger): rebuild them with CALL @extschema@.alerts_rebuild(%L, %L, %L).',
-            stale_bitmaps - rows_without_bitmap, rel::text, attrs_column, bitmap_column) END);
+            stale_bitmaps - rows_without_bitmap, rel::text, attrs_column, bitmap_column) END,
+        CASE WHEN tg_state = 'D' THEN format(
+            'Trigger %I on %s is disabled: rows written now get no bitmap, and an UPDATE keeps the old one, which hides the row from searches. ALTER TABLE %s ENABLE ALWAYS TRIGGER %I, then CALL @extschema@.alerts_rebuild(%L).',
+            tg_name, tg_rel, tg_rel, tg_name, rel::text)
+             WHEN tg_state IS NOT NULL THEN format(
+            'Trigger %I on %s does not fire in sessions with session_replication_role = replica (logical replication''s apply, loaders that skip triggers), where an UPDATE keeps the old bitmap, which hides the row from searches: ALTER TABLE %s ENABLE ALWAYS TRIGGER %I (CALL @extschema@.alerts_enable does).',
+            tg_name, tg_rel, tg_rel, tg_name) END);
     IF advice = '' THEN
         advice := 'ok: bitmaps are complete, current, and below 1% false positives for 99% of rows';
     END IF;
@@ -523,7 +544,7 @@ BEGIN
         IF tg_state = 'D' THEN
             RAISE EXCEPTION 'alerts_enable: trigger % on % is disabled: rows written meanwhile may have no bitmap', quote_ident(trigger_name), rel
                 USING ERRCODE = 'object_not_in_prerequisite_state',
-                      HINT = format('ALTER TABLE %s ENABLE TRIGGER %I, then CALL alerts_rebuild(%L)', rel, trigger_name, rel::text);
+                      HINT = format('ALTER TABLE %s ENABLE ALWAYS TRIGGER %I, then CALL alerts_rebuild(%L)', rel, trigger_name, rel::text);
         END IF;
         -- the partitions' clones of the trigger can be disabled one by one
         SELECT c.tgrelid INTO off_leaf
@@ -534,7 +555,20 @@ BEGIN
             RAISE EXCEPTION 'alerts_enable: trigger % on partition % of % is disabled: rows written meanwhile may have no bitmap',
                 quote_ident(trigger_name), off_leaf, rel
                 USING ERRCODE = 'object_not_in_prerequisite_state',
-                      HINT = format('ALTER TABLE %s ENABLE TRIGGER %I, then CALL alerts_rebuild(%L)', off_leaf, trigger_name, rel::text);
+                      HINT = format('ALTER TABLE %s ENABLE ALWAYS TRIGGER %I, then CALL alerts_rebuild(%L)', off_leaf, trigger_name, rel::text);
+        END IF;
+        -- An ordinary trigger does not fire in sessions with
+        -- session_replication_role = replica (logical replication's apply,
+        -- loaders that skip triggers), where an UPDATE would keep the old
+        -- bitmap and hide the row from searches: it fires ALWAYS.
+        IF tg_state IS DISTINCT FROM 'A' OR EXISTS (
+               SELECT 1 FROM pg_partition_tree(rel) t JOIN pg_trigger c ON c.tgrelid = t.relid
+               WHERE t.relid <> rel AND c.tgname = trigger_name AND c.tgparentid <> 0 AND c.tgenabled <> 'A') THEN
+            PERFORM @extschema@.alerts_ddl('alerts_enable',
+                format('ALTER TABLE %s ENABLE ALWAYS TRIGGER %I', rel, trigger_name), lock_timeout_ms);
+            IF tg_state IS NOT NULL THEN
+                RAISE NOTICE 'alerts_enable: trigger % on % now fires ALWAYS, also in sessions with session_replication_role = replica', quote_ident(trigger_name), rel;
+            END IF;
         END IF;
     END IF;
     -- a column with no bitmap in it yet is filled as a new one would be

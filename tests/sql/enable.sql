@@ -161,6 +161,27 @@ CALL alerts_rebuild('slim');
 CALL alerts_enable('slim');
 RESET client_min_messages;
 SELECT stale_bitmaps FROM alerts_bloom_stats('slim');
+-- The trigger fires ALWAYS (alerts_enable makes it so): rows written in a
+-- session with session_replication_role = replica (logical replication's
+-- apply, loaders that skip triggers) get their bitmaps too. A trigger left
+-- firing on origin only is named by alerts_bloom_stats; on one, such an
+-- UPDATE keeps the old bitmap (the row would be missed by searches).
+SELECT tgenabled FROM pg_trigger WHERE tgrelid = 'slim'::regclass AND tgname = 'alerts_bloom';
+SET session_replication_role = replica;
+UPDATE slim SET attribute_values = '{"env": "replica"}' WHERE id = (SELECT max(id) FROM slim);
+INSERT INTO slim VALUES (alerts_ulid(), 'org1', '{"env": "replica"}');
+RESET session_replication_role;
+SELECT count(*) AS rows, count(*) FILTER (WHERE attribute_values_bitmap IS DISTINCT FROM alerts_bloom(attribute_values, 256)) AS wrong_bitmaps FROM slim;
+SELECT advice FROM alerts_bloom_stats('slim');
+ALTER TABLE slim ENABLE TRIGGER alerts_bloom;
+SELECT advice FROM alerts_bloom_stats('slim');
+SET session_replication_role = replica;
+UPDATE slim SET attribute_values = '{"env": "replica again"}' WHERE id = (SELECT max(id) FROM slim);
+RESET session_replication_role;
+SELECT stale_bitmaps FROM alerts_bloom_stats('slim');
+CALL alerts_enable('slim');
+CALL alerts_rebuild('slim');
+SELECT tgenabled, (SELECT stale_bitmaps FROM alerts_bloom_stats('slim')) FROM pg_trigger WHERE tgrelid = 'slim'::regclass AND tgname = 'alerts_bloom';
 CALL alerts_enable('slim', bits => 128);
 CALL alerts_enable('slim', bits => 100);
 SET client_min_messages = warning;

@@ -42,7 +42,7 @@ CALL alerts_enable('p_two', form => 'generated');
 SELECT p AS layout,
        (SELECT count(*) FROM pg_partition_tree(p) WHERE isleaf) AS leaves,
        (SELECT count(*) FROM pg_partition_tree(p) t JOIN pg_trigger g ON g.tgrelid = t.relid
-        WHERE t.isleaf AND g.tgname = 'alerts_bloom' AND g.tgenabled = 'O') AS leaves_with_trigger,
+        WHERE t.isleaf AND g.tgname = 'alerts_bloom' AND g.tgenabled = 'A') AS leaves_with_trigger,
        (SELECT count(*) FROM pg_partition_tree(p) t JOIN pg_attribute a ON a.attrelid = t.relid
         WHERE t.isleaf AND a.attname = 'attribute_values_bitmap' AND a.attgenerated = 's') AS leaves_generated,
        s.rows, s.rows_without_bitmap, s.stale_bitmaps
@@ -226,7 +226,7 @@ SELECT alerts_index_command('p_slim') \gexec
 CREATE INDEX p_slim_keys ON p_slim USING gin (alerts_keys(organisation_id, id, attribute_values));
 VACUUM ANALYZE p_slim;
 SELECT count(*) AS leaves, count(*) FILTER (WHERE format_type(a.atttypid, a.atttypmod) = 'bit(128)') AS leaves_bit128,
-       count(*) FILTER (WHERE g.tgenabled = 'O') AS leaves_with_trigger
+       count(*) FILTER (WHERE g.tgenabled = 'A') AS leaves_with_trigger
 FROM pg_partition_tree('p_slim') t
 JOIN pg_attribute a ON a.attrelid = t.relid AND a.attname = 'attribute_values_bitmap'
 LEFT JOIN pg_trigger g ON g.tgrelid = t.relid AND g.tgname = 'alerts_bloom'

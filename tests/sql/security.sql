@@ -9,6 +9,7 @@ RESET client_min_messages;
 CREATE TABLE sec (id text COLLATE "C" PRIMARY KEY, organisation_id text NOT NULL, attribute_values jsonb NOT NULL DEFAULT '{}',
                   attribute_values_bitmap bit(512));
 CREATE TRIGGER alerts_bloom BEFORE INSERT OR UPDATE ON sec FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger();
+ALTER TABLE sec ENABLE ALWAYS TRIGGER alerts_bloom;
 CREATE INDEX sec_page ON sec (organisation_id, id DESC) INCLUDE (attribute_values_bitmap);
 INSERT INTO sec (id, organisation_id, attribute_values)
 SELECT alerts_ulid(timestamptz '2026-01-01' + g * interval '1 minute'), 'org' || (g % 3),
