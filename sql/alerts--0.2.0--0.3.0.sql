@@ -180,6 +180,7 @@ DECLARE
     bitmap_generated "char";
     trigger_name name;
     tg_state "char";
+    later_trigger name;
     not_owned regclass;
     off_leaf regclass;
     -- the column was there, plain, with no bitmap trigger: written by a
@@ -294,6 +295,21 @@ BEGIN
             IF tg_state IS NOT NULL THEN
                 RAISE NOTICE 'alerts_enable: trigger % on % now fires ALWAYS, also in sessions with session_replication_role = replica', quote_ident(trigger_name), rel;
             END IF;
+        END IF;
+        -- BEFORE ROW triggers fire in name order: one after ours that
+        -- changes the attributes would leave the bitmap of the old ones
+        SELECT t.tgname INTO later_trigger
+        FROM pg_trigger t
+        WHERE t.tgrelid = rel AND NOT t.tgisinternal AND t.tgenabled <> 'D'
+          AND t.tgtype & 3 = 3 AND t.tgtype & 20 <> 0  -- ROW, BEFORE; INSERT or UPDATE
+          AND t.tgfoid <> '@extschema@.alerts_bloom_trigger()'::regprocedure
+          AND t.tgname COLLATE "C" > trigger_name COLLATE "C"
+        ORDER BY t.tgname COLLATE "C" LIMIT 1;
+        IF later_trigger IS NOT NULL THEN
+            RAISE WARNING 'alerts_enable: trigger % on % fires after % (BEFORE triggers fire in name order): if it changes %, the bitmaps it leaves are stale and searches miss those rows',
+                quote_ident(later_trigger), rel, quote_ident(trigger_name), quote_ident(attrs_column)
+                USING HINT = format('if it does, let the bitmap trigger fire last: ALTER TRIGGER %I ON %s RENAME TO %I, then CALL alerts_rebuild(%L)',
+                                    trigger_name, rel, 'zz_' || trigger_name, rel::text);
         END IF;
     END IF;
     -- a column with no bitmap in it yet is filled as a new one would be

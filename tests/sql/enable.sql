@@ -182,6 +182,27 @@ SELECT stale_bitmaps FROM alerts_bloom_stats('slim');
 CALL alerts_enable('slim');
 CALL alerts_rebuild('slim');
 SELECT tgenabled, (SELECT stale_bitmaps FROM alerts_bloom_stats('slim')) FROM pg_trigger WHERE tgrelid = 'slim'::regclass AND tgname = 'alerts_bloom';
+-- A BEFORE trigger that fires after the bitmap's (triggers fire in name
+-- order) and changes the attributes leaves stale bitmaps: alerts_enable
+-- warns with the fix, and renamed to fire last the bitmap trigger sees the
+-- final attributes.
+CREATE FUNCTION slim_lower() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN NEW.attribute_values := lower(NEW.attribute_values::text)::jsonb; RETURN NEW; END $$;
+CREATE TRIGGER normalize BEFORE INSERT OR UPDATE ON slim FOR EACH ROW EXECUTE FUNCTION slim_lower();
+SET client_min_messages = warning;
+CALL alerts_enable('slim');
+RESET client_min_messages;
+INSERT INTO slim VALUES (alerts_ulid(), 'org1', '{"env": "UPPER"}');
+SELECT count(*) FILTER (WHERE attribute_values_bitmap IS DISTINCT FROM alerts_bloom(attribute_values, 256)) AS stale FROM slim;
+ALTER TRIGGER alerts_bloom ON slim RENAME TO zz_alerts_bloom;
+SET client_min_messages = warning;
+CALL alerts_rebuild('slim');
+CALL alerts_enable('slim');
+RESET client_min_messages;
+INSERT INTO slim VALUES (alerts_ulid(), 'org1', '{"env": "UPPER AGAIN"}');
+SELECT count(*) FILTER (WHERE attribute_values_bitmap IS DISTINCT FROM alerts_bloom(attribute_values, 256)) AS stale FROM slim;
+DROP TRIGGER normalize ON slim;
+DROP FUNCTION slim_lower();
 CALL alerts_enable('slim', bits => 128);
 CALL alerts_enable('slim', bits => 100);
 SET client_min_messages = warning;
