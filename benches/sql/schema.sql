@@ -12,3 +12,4 @@ CREATE TABLE alerts (
 );
 CREATE TRIGGER alerts_bloom BEFORE INSERT OR UPDATE ON alerts
     FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger();
+ALTER TABLE alerts ENABLE ALWAYS TRIGGER alerts_bloom;  -- as the README sets it up
