@@ -181,6 +181,7 @@ DECLARE
     trigger_name name;
     tg_state "char";
     later_trigger name;
+    leaf_state "char";
     not_owned regclass;
     off_leaf regclass;
     -- the column was there, plain, with no bitmap trigger: written by a
@@ -272,12 +273,13 @@ BEGIN
                 USING ERRCODE = 'object_not_in_prerequisite_state',
                       HINT = format('ALTER TABLE %s ENABLE ALWAYS TRIGGER %I, then CALL alerts_rebuild(%L)', rel, trigger_name, rel::text);
         END IF;
-        -- the partitions' clones of the trigger can be disabled one by one
-        SELECT c.tgrelid INTO off_leaf
+        -- the partitions' clones of the trigger can be disabled, or made to
+        -- fire on origin only, one by one: a disabled one first
+        SELECT c.tgrelid, c.tgenabled INTO off_leaf, leaf_state
         FROM pg_partition_tree(rel) t JOIN pg_trigger c ON c.tgrelid = t.relid
-        WHERE t.relid <> rel AND c.tgname = trigger_name AND c.tgparentid <> 0 AND c.tgenabled = 'D'
-        ORDER BY t.level, t.relid LIMIT 1;
-        IF off_leaf IS NOT NULL THEN
+        WHERE t.relid <> rel AND c.tgname = trigger_name AND c.tgparentid <> 0 AND c.tgenabled <> 'A'
+        ORDER BY c.tgenabled = 'D' DESC, t.level, t.relid LIMIT 1;
+        IF leaf_state = 'D' THEN
             RAISE EXCEPTION 'alerts_enable: trigger % on partition % of % is disabled: rows written meanwhile may have no bitmap',
                 quote_ident(trigger_name), off_leaf, rel
                 USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -287,9 +289,7 @@ BEGIN
         -- session_replication_role = replica (logical replication's apply,
         -- loaders that skip triggers), where an UPDATE would keep the old
         -- bitmap and hide the row from searches: it fires ALWAYS.
-        IF tg_state IS DISTINCT FROM 'A' OR EXISTS (
-               SELECT 1 FROM pg_partition_tree(rel) t JOIN pg_trigger c ON c.tgrelid = t.relid
-               WHERE t.relid <> rel AND c.tgname = trigger_name AND c.tgparentid <> 0 AND c.tgenabled <> 'A') THEN
+        IF tg_state IS DISTINCT FROM 'A' OR leaf_state IS NOT NULL THEN
             PERFORM @extschema@.alerts_ddl('alerts_enable',
                 format('ALTER TABLE %s ENABLE ALWAYS TRIGGER %I', rel, trigger_name), lock_timeout_ms);
             IF tg_state IS NOT NULL THEN
@@ -680,17 +680,18 @@ BEGIN
          rows_without_bitmap, stale_bitmaps, advice;
     expected_fp_rate_p99 := power(1 - exp(-7.0 * coalesce(elements_p99, 0) / bits), 7);
     -- the bloom trigger of these columns, on the table or a partition, when
-    -- it does not fire in every session (pg_partition_tree lists no table
-    -- that is neither partitioned nor a partition)
+    -- it does not fire in every session (pg_partition_tree has no row for a
+    -- table that is not partitioned)
     SELECT c.tgrelid, c.tgname, c.tgenabled INTO tg_rel, tg_name, tg_state
-    FROM (SELECT rel AS relid, 0 AS level UNION ALL SELECT relid, level FROM pg_partition_tree(rel) WHERE relid <> rel) t
-    JOIN pg_trigger c ON c.tgrelid = t.relid
+    FROM (SELECT) one
+    LEFT JOIN pg_partition_tree(rel) t ON true
+    JOIN pg_trigger c ON c.tgrelid = coalesce(t.relid, rel)
     WHERE NOT c.tgisinternal AND c.tgenabled <> 'A'
       AND c.tgfoid = '@extschema@.alerts_bloom_trigger()'::regprocedure
       AND CASE WHEN c.tgnargs = 0 THEN attrs_column = 'attribute_values' AND bitmap_column = 'attribute_values_bitmap'
                ELSE c.tgargs = convert_to(attrs_column, getdatabaseencoding()) || '\x00'::bytea
                                || convert_to(bitmap_column, getdatabaseencoding()) || '\x00'::bytea END
-    ORDER BY t.level, t.relid LIMIT 1;
+    ORDER BY coalesce(t.level, 0), c.tgrelid LIMIT 1;
     -- elements a bitmap of this width holds at a 1% false-positive rate
     capacity := floor(-bits / 7.0 * ln(1 - power(0.01, 1 / 7.0)))::integer;
     advice := concat_ws(' ',
