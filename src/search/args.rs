@@ -226,13 +226,3 @@ pub unsafe fn checked_args<'a>(fcinfo: pg_sys::FunctionCallInfo) -> Args<'a> {
         }
     }
 }
-
-/// The schema of the function being called (the extension's).
-pub fn function_schema(fcinfo: pg_sys::FunctionCallInfo) -> String {
-    // SAFETY: fcinfo is the live call's.
-    unsafe {
-        cstr_owned(pg_sys::get_namespace_name(pg_sys::get_func_namespace(
-            (*(*fcinfo).flinfo).fn_oid,
-        )))
-    }
-}

@@ -24,7 +24,9 @@ use pgrx::pg_sys::{self, Datum, Oid, PgTryBuilder};
 use pgrx::PgSqlErrorCode;
 
 use super::indexes::relcache_epoch;
-use super::spi::{cstr_owned, execute, execute_nullable, keep, prepare, quoted, rows};
+use super::spi::{
+    cstr_owned, execute, execute_nullable, extension_schema, keep, prepare, quoted, rows,
+};
 use super::statements::qualified;
 use crate::datum::error;
 
@@ -84,15 +86,10 @@ impl CitusCache {
     ///
     /// # Safety
     /// SPI must be connected; `org` is a live text datum.
-    pub unsafe fn target(
-        &mut self,
-        relid: Oid,
-        org: Datum,
-        ext_schema: &dyn Fn() -> String,
-    ) -> Target {
+    pub unsafe fn target(&mut self, relid: Oid, org: Datum) -> Target {
         // SAFETY: as the caller's.
         unsafe {
-            self.refresh(relid, ext_schema);
+            self.refresh(relid);
             let Some((_, Some(d))) = &self.known else {
                 return Target::Plain;
             };
@@ -123,14 +120,14 @@ impl CitusCache {
     ///
     /// # Safety
     /// SPI must be connected.
-    pub unsafe fn distributed(&mut self, relid: Oid, ext_schema: &dyn Fn() -> String) -> bool {
+    pub unsafe fn distributed(&mut self, relid: Oid) -> bool {
         // SAFETY: as the caller's.
-        unsafe { self.refresh(relid, ext_schema) };
+        unsafe { self.refresh(relid) };
         matches!(self.known, Some((_, Some(_))))
     }
 
     /// Reads the catalog again when the relcache epoch moved.
-    unsafe fn refresh(&mut self, relid: Oid, ext_schema: &dyn Fn() -> String) {
+    unsafe fn refresh(&mut self, relid: Oid) {
         let epoch = relcache_epoch();
         // SAFETY: SPI is connected by the caller.
         unsafe {
@@ -140,7 +137,7 @@ impl CitusCache {
                 // distributed, free them when it no longer is.
                 let known = match (is_distributed(relid), self.known.take()) {
                     (true, Some((_, Some(d)))) => Some(d),
-                    (true, _) => Some(statements(relid, &ext_schema())),
+                    (true, _) => Some(statements(relid)),
                     (false, Some((_, Some(d)))) => {
                         d.free();
                         None
@@ -258,15 +255,13 @@ fn sent_by_citus() -> bool {
 unsafe fn is_distributed(relid: Oid) -> bool {
     // SAFETY: SPI is connected by the caller.
     unsafe {
-        let citus = execute(
-            prepare_once(
-                "SELECT pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL",
-                &[],
-            ),
-            &[],
-        );
-        let mut isnull = true;
-        if pg_sys::SPI_getbinval(*(*citus).vals, (*citus).tupdesc, 1, &mut isnull).value() == 0 {
+        // Whether Citus is installed: one syscache lookup (no statement,
+        // so a table's first search connects to SPI only if it is).
+        if pg_sys::get_relname_relid(
+            c"pg_dist_partition".as_ptr(),
+            pg_sys::PG_CATALOG_NAMESPACE.into(),
+        ) == pg_sys::InvalidOid
+        {
             return false;
         }
         // Citus is installed: statements naming its catalog can be planned.
@@ -348,11 +343,11 @@ unsafe fn page_sql(relid: Oid, t: &str, s: &str, cursor: &str) -> String {
 }
 
 /// The kept statements of a distributed table.
-unsafe fn statements(relid: Oid, ext_schema: &str) -> Distributed {
+unsafe fn statements(relid: Oid) -> Distributed {
     // SAFETY: SPI is connected by the caller; relid is a valid relation.
     unsafe {
         let t = qualified(relid);
-        let s = quoted(ext_schema);
+        let s = extension_schema();
         let d = Distributed {
             // The shard's relation when this node holds a placement of it,
             // or when Citus itself sent the call here (`$3`, from

@@ -1,14 +1,11 @@
-//! Which indexes of a table `alerts_search` can use, read from the catalog
-//! once per relcache epoch (an index created or dropped sends a relcache
-//! invalidation for its table): GIN on the attributes, GIN on the tenant
-//! keys, and the btree led by (organisation_id, id) that the walk needs.
+//! Which indexes of a table `alerts_search` can use (`layout.rs` reads
+//! them), kept once per relcache epoch (an index created or dropped sends
+//! a relcache invalidation for its table), and the epoch itself.
 
 use std::cell::Cell;
 
 use pgrx::pg_guard;
 use pgrx::pg_sys::{self, Datum, Oid};
-
-use super::spi::{execute, prepare};
 
 /// Bumped by every relcache invalidation (an index created or dropped, a
 /// table renamed or altered, sends one for its table) and by every change
@@ -62,74 +59,20 @@ pub fn relcache_epoch() -> u64 {
     crate::backend::slot::<Epoch>().0.get()
 }
 
-/// The indexes of a table that `alerts_search` uses.
-#[derive(Clone, Copy)]
-pub struct Indexes {
-    /// GIN on `attribute_values`.
-    pub gin: bool,
-    /// GIN on `alerts_keys(organisation_id, id, attribute_values)`.
-    pub keys: bool,
-    /// A btree led by `(organisation_id, id)` (or the relation is a view).
-    pub page: bool,
-    /// What the direct walk of `scan/` reads, when the table has the
-    /// layout it needs.
-    pub direct: Option<super::layout::Layout>,
-}
+pub use super::layout::Indexes;
 
-/// The catalog statement and its last answer, for one table.
+/// Which indexes a table has, kept for one relcache epoch.
+#[derive(Default)]
 pub struct IndexCache {
-    plan: pg_sys::SPIPlanPtr,
     known: Option<(Indexes, u64)>,
 }
 
 impl IndexCache {
-    /// Prepares the catalog statement.
+    /// Which indexes the table has (valid, non-partial), read from its
+    /// relcache entry once per relcache epoch.
     ///
     /// # Safety
-    /// SPI must be connected.
-    pub unsafe fn prepare() -> IndexCache {
-        // SAFETY: SPI is connected by the caller.
-        unsafe {
-            // Which indexes serve the call: GIN on the attributes, GIN on
-            // the tenant keys, and a btree led by (organisation_id, id) that
-            // the walk needs, ordered by text's own operators (family 1994,
-            // text_ops: a text_pattern_ops index orders bytes, and cannot
-            // serve ORDER BY id); a partitioned table's counts once every
-            // partition has one: then it is valid. Views are not checked.
-            // The tenant-keys index is found from the relcache instead
-            // (`scan::keys_index`): by the extension's own function.
-            // The access method is read from the first column's operator
-            // class, not from the index's pg_class row: Citus hides its
-            // shards' pg_class rows from client sessions on a worker.
-            let plan = prepare(
-                "SELECT coalesce(bool_or(am.amname = 'gin' AND k0.attname = 'attribute_values'), false),
-                        coalesce(bool_or(am.amname = 'btree' AND k0.attname = 'organisation_id' AND k1.attname = 'id'
-                                         AND oc.opcfamily = 1994 AND oc1.opcfamily = 1994), false)
-                          OR (SELECT r.relkind NOT IN ('r', 'p') FROM pg_catalog.pg_class r WHERE r.oid = $1)
-                 FROM pg_catalog.pg_index i
-                 JOIN pg_catalog.pg_opclass oc ON oc.oid = i.indclass[0]
-                 LEFT JOIN pg_catalog.pg_opclass oc1 ON i.indnkeyatts >= 2 AND oc1.oid = i.indclass[1]
-                 JOIN pg_catalog.pg_am am ON am.oid = oc.opcmethod
-                 LEFT JOIN pg_catalog.pg_attribute k0 ON k0.attrelid = i.indrelid AND k0.attnum = i.indkey[0]
-                 LEFT JOIN pg_catalog.pg_attribute k1 ON k1.attrelid = i.indrelid AND k1.attnum = i.indkey[1]
-                                                      AND i.indnkeyatts >= 2
-                 WHERE i.indrelid = $1 AND i.indisvalid AND i.indpred IS NULL",
-                &[pg_sys::OIDOID],
-            );
-            IndexCache { plan, known: None }
-        }
-    }
-
-    /// The catalog statement (kept by its owner, `Statements`).
-    pub fn plan(&self) -> pg_sys::SPIPlanPtr {
-        self.plan
-    }
-
-    /// Which indexes the table has (valid, non-partial), read from the
-    /// catalog once per relcache epoch.
-    ///
-    /// # Safety
-    /// SPI must be connected.
+    /// `relid` must be a valid relation, locked by the caller's transaction.
     pub unsafe fn get(&mut self, relid: Oid) -> Indexes {
         let epoch = relcache_epoch();
         if let Some((known, at)) = self.known {
@@ -137,21 +80,8 @@ impl IndexCache {
                 return known;
             }
         }
-        // SAFETY: SPI is connected by the caller; the statement returns one
-        // row of two non-null booleans.
-        let known = unsafe {
-            let tt = execute(self.plan, &[Datum::from(relid)]);
-            let column = |n: i32| {
-                let mut isnull = false;
-                pg_sys::SPI_getbinval(*(*tt).vals, (*tt).tupdesc, n, &mut isnull).value() != 0
-            };
-            Indexes {
-                gin: column(1),
-                keys: super::layout::keys_index(relid).is_some(),
-                page: column(2),
-                direct: super::layout::layout(relid),
-            }
-        };
+        // SAFETY: as the caller's.
+        let known = unsafe { super::layout::indexes(relid) };
         self.known = Some((known, epoch));
         known
     }

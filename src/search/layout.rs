@@ -1,8 +1,10 @@
-//! What the direct walk needs of a table, read from its relcache entry:
-//! the columns a search reads, the btree led by `(organisation_id, id)` in
-//! their collations and text's own order, the tenant-keys index made of
-//! the extension's own `alerts_keys`, and whether the relation is a plain
-//! heap table the walk can read as it is (`scan/` walks it). Read once
+//! Which indexes serve a search of a table, and what the direct walk needs
+//! of it, read from its relcache entry (no catalog statement): the GIN
+//! index on the attributes, the columns a search reads, the btree led by
+//! `(organisation_id, id)` in their collations and text's own order, the
+//! tenant-keys index made of the extension's own `alerts_keys`, and
+//! whether the relation is a plain heap table the walk can read as it is
+//! (`scan/` walks it). Read once
 //! per relcache epoch (`indexes.rs`), after the table is locked, and
 //! checked again on the opened relation ([`Layout::fits`]).
 
@@ -54,19 +56,107 @@ impl Layout {
     }
 }
 
-/// The table's layout for the direct walk, or None when it must take the
-/// statement walk (see the module comment).
+/// The indexes of a table that `alerts_search` uses, read from its
+/// relcache entry.
+#[derive(Clone, Copy)]
+pub struct Indexes {
+    /// GIN on `attribute_values` (valid, non-partial).
+    pub gin: bool,
+    /// GIN on `alerts_keys(organisation_id, id, attribute_values)`.
+    pub keys: bool,
+    /// A btree led by `(organisation_id, id)` in text's own order (or the
+    /// relation is not a table: a view is not checked).
+    pub page: bool,
+    /// What the direct walk of `scan/` reads, when the table has the
+    /// layout it needs.
+    pub direct: Option<Layout>,
+}
+
+/// Which indexes serve a search of `relid`: GIN on the attributes, GIN on
+/// the tenant keys, a btree led by `(organisation_id, id)` ordered by
+/// text's own operators (a `text_pattern_ops` index orders bytes, and
+/// cannot serve `ORDER BY id`), and the direct walk's layout. Valid,
+/// non-partial indexes only: a partitioned table's index is valid once
+/// every partition has one. One pass over the relcache, which reads no
+/// catalog statement (Citus hides its shards' `pg_class` rows from
+/// statements of client sessions on a worker, not from the relcache).
 ///
 /// # Safety
-/// `relid` must be a valid relation, locked by the caller's transaction or
-/// lockable.
-pub unsafe fn layout(relid: Oid) -> Option<Layout> {
+/// `relid` must be a valid relation, locked by the caller's transaction.
+pub unsafe fn indexes(relid: Oid) -> Indexes {
     // SAFETY: relcache entries are valid while open; every array read is
     // bounded by the index's column count.
     unsafe {
         let rel = pg_sys::relation_open(relid, pg_sys::AccessShareLock as i32);
-        let found = layout_of(rel);
+        let desc = (*rel).rd_att;
+        let kind = (*(*rel).rd_rel).relkind as u8;
+        let mut found = Indexes {
+            gin: false,
+            keys: false,
+            page: kind != pg_sys::RELKIND_RELATION && kind != pg_sys::RELKIND_PARTITIONED_TABLE,
+            direct: None,
+        };
+        let cols = columns(desc);
+        let walk = walkable(rel);
+        let named = |attno: AttrNumber, name: &str| {
+            attno > 0 && attno as i32 <= (*desc).natts && {
+                let a = crate::compat::attribute(desc, attno as i32);
+                std::ffi::CStr::from_ptr(a.attname.data.as_ptr()).to_bytes() == name.as_bytes()
+            }
+        };
+        let mut keys_index = None;
+        let list = pg_sys::RelationGetIndexList(rel);
+        for i in 0..pg_sys::list_length(list) {
+            let oid = (*pg_sys::list_nth_cell(list, i)).oid_value;
+            let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as i32);
+            let form = &*(*index).rd_index;
+            if form.indisvalid && pg_sys::RelationGetIndexPredicate(index).is_null() {
+                let keys = form.indkey.values.as_slice(form.indnatts as usize);
+                let am = (*(*index).rd_rel).relam;
+                let two = form.indnkeyatts >= 2;
+                found.gin |= am == pg_sys::GIN_AM_OID && named(keys[0], "attribute_values");
+                found.page |= am == pg_sys::BTREE_AM_OID
+                    && two
+                    && named(keys[0], "organisation_id")
+                    && named(keys[1], "id")
+                    && (0..2).all(|k| *(*index).rd_opfamily.add(k) == pg_sys::TEXT_BTREE_FAM_OID);
+                if let Some(((org, org_coll), (id, id_coll), attrs, bitmap)) = cols {
+                    if is_keys_index(index, [org, id, attrs]) {
+                        keys_index = Some(oid);
+                    }
+                    let usable = walk
+                        && am == pg_sys::BTREE_AM_OID
+                        && two
+                        && keys[0] == org
+                        && keys[1] == id
+                        && text_ordered(index, [org_coll, id_coll]);
+                    if usable {
+                        let candidate = Layout {
+                            index: oid,
+                            id_desc: *(*index).rd_indoption.add(1) as u32 & pg_sys::INDOPTION_DESC
+                                != 0,
+                            bitmap_in_index: keys.iter().position(|&k| k == bitmap),
+                            org,
+                            id,
+                            attrs,
+                            bitmap,
+                            org_collation: org_coll,
+                            id_collation: id_coll,
+                            keys_index: None,
+                        };
+                        if found.direct.is_none_or(|b| {
+                            b.bitmap_in_index.is_none() && candidate.bitmap_in_index.is_some()
+                        }) {
+                            found.direct = Some(candidate);
+                        }
+                    }
+                }
+            }
+            pg_sys::index_close(index, pg_sys::NoLock as i32);
+        }
         pg_sys::relation_close(rel, pg_sys::NoLock as i32);
+        found.keys = keys_index.is_some();
+        found.direct = found.direct.map(|b| Layout { keys_index, ..b });
         found
     }
 }
@@ -114,30 +204,6 @@ unsafe fn columns(desc: pg_sys::TupleDesc) -> Option<SearchColumns> {
     }
 }
 
-/// The tenant-keys index of `relid` (see [`is_keys_index`]), if it has a
-/// valid one; a partitioned table's own index counts.
-///
-/// # Safety
-/// `relid` must be a valid relation, locked by the caller's transaction.
-pub unsafe fn keys_index(relid: Oid) -> Option<Oid> {
-    // SAFETY: relcache entries are valid while open.
-    unsafe {
-        let rel = pg_sys::relation_open(relid, pg_sys::AccessShareLock as i32);
-        let found = columns((*rel).rd_att).and_then(|((org, _), (id, _), attrs, _)| {
-            let list = pg_sys::RelationGetIndexList(rel);
-            (0..pg_sys::list_length(list)).find_map(|i| {
-                let oid = (*pg_sys::list_nth_cell(list, i)).oid_value;
-                let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as i32);
-                let keys = is_keys_index(index, [org, id, attrs]);
-                pg_sys::index_close(index, pg_sys::NoLock as i32);
-                keys.then_some(oid)
-            })
-        });
-        pg_sys::relation_close(rel, pg_sys::NoLock as i32);
-        found
-    }
-}
-
 /// Whether the relation is one the direct walk can read as the heap it
 /// is: a plain table (not a view, not partitioned, no inheritance children,
 /// whose rows a statement would read too) of the heap access method (the
@@ -170,56 +236,6 @@ unsafe fn text_ordered(index: pg_sys::Relation, collations: [Oid; 2]) -> bool {
                 && *(*index).rd_opcintype.add(i) == pg_sys::TEXTOID
                 && *(*index).rd_indcollation.add(i) == collations[i]
         })
-    }
-}
-
-unsafe fn layout_of(rel: pg_sys::Relation) -> Option<Layout> {
-    // SAFETY: as layout's.
-    unsafe {
-        if !walkable(rel) {
-            return None;
-        }
-        let ((org, org_coll), (id, id_coll), attrs, bitmap) = columns((*rel).rd_att)?;
-        let list = pg_sys::RelationGetIndexList(rel);
-        let mut best: Option<Layout> = None;
-        let mut keys_index = None;
-        for i in 0..pg_sys::list_length(list) {
-            let oid = (*pg_sys::list_nth_cell(list, i)).oid_value;
-            let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as i32);
-            let form = &*(*index).rd_index;
-            let keys = form.indkey.values.as_slice(form.indnatts as usize);
-            let usable = (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
-                && form.indisvalid
-                && form.indnkeyatts >= 2
-                && keys[0] == org
-                && keys[1] == id
-                && text_ordered(index, [org_coll, id_coll])
-                && pg_sys::RelationGetIndexPredicate(index).is_null();
-            if is_keys_index(index, [org, id, attrs]) {
-                keys_index = Some(oid);
-            }
-            if usable {
-                let candidate = Layout {
-                    index: oid,
-                    id_desc: *(*index).rd_indoption.add(1) as u32 & pg_sys::INDOPTION_DESC != 0,
-                    bitmap_in_index: keys.iter().position(|&k| k == bitmap),
-                    org,
-                    id,
-                    attrs,
-                    bitmap,
-                    org_collation: org_coll,
-                    id_collation: id_coll,
-                    keys_index: None,
-                };
-                if best.is_none_or(|b| {
-                    b.bitmap_in_index.is_none() && candidate.bitmap_in_index.is_some()
-                }) {
-                    best = Some(candidate);
-                }
-            }
-            pg_sys::index_close(index, pg_sys::NoLock as i32);
-        }
-        best.map(|b| Layout { keys_index, ..b })
     }
 }
 

@@ -54,12 +54,7 @@ struct Leaf<'a> {
 /// # Safety
 /// Inside a search: the call's datums are live, `parent` is locked and
 /// read with its own privileges (`reader::plain_read`).
-pub unsafe fn fill<'a>(
-    parent: Oid,
-    args: &'a Args<'a>,
-    ext_schema: &dyn Fn() -> String,
-    page: &mut Page,
-) -> bool {
+pub unsafe fn fill<'a>(parent: Oid, args: &'a Args<'a>, page: &mut Page) -> bool {
     // SAFETY: as the caller's; each leaf is locked before its caches are
     // read, and every walk begun here is ended here.
     unsafe {
@@ -68,7 +63,7 @@ pub unsafe fn fill<'a>(
         // every leaf first: the call reads all of them directly, or none
         let mut leaves = Vec::new();
         for leaf in found.oids {
-            match prepare(leaf, parent, args, ext_schema) {
+            match prepare(leaf, parent, args) {
                 Some(l) => leaves.push(l),
                 None => return false,
             }
@@ -189,12 +184,7 @@ unsafe fn merged<'a>(mut leaves: Vec<Leaf<'a>>, args: &'a Args<'a>, parent: Oid,
 ///
 /// # Safety
 /// As [`fill`].
-unsafe fn prepare<'a>(
-    leaf: Oid,
-    parent: Oid,
-    args: &Args<'a>,
-    ext_schema: &dyn Fn() -> String,
-) -> Option<Leaf<'a>> {
+unsafe fn prepare<'a>(leaf: Oid, parent: Oid, args: &Args<'a>) -> Option<Leaf<'a>> {
     // SAFETY: as the caller's; the leaf is locked first.
     unsafe {
         if pg_sys::get_rel_relkind(leaf) != pg_sys::RELKIND_RELATION as std::ffi::c_char {
@@ -208,7 +198,7 @@ unsafe fn prepare<'a>(
         if !reader::plain_read(leaf) {
             return None;
         }
-        let mut table = session::table(leaf, parent, ext_schema);
+        let mut table = session::table(leaf, parent);
         let indexes = table.value.as_mut()?.statements.indexes.get(leaf);
         let layout = indexes.direct.filter(|_| indexes.page)?;
         Some(Leaf {

@@ -66,7 +66,7 @@ use pgrx::PgSqlErrorCode;
 
 use crate::datum::error;
 pub use args::Args;
-use args::{checked_args, function_schema, same_columns_as_planned};
+use args::{checked_args, same_columns_as_planned};
 pub use call::Ascending;
 pub use indexes::register_callbacks;
 use page::Page;
@@ -96,7 +96,7 @@ fn running_count() -> &'static std::cell::Cell<u32> {
 pub unsafe fn rows(args: &Args) -> Vec<Datum> {
     let mut page = Page::rows(args.page_size as i64, args.rowtype).with_spare(args.spare);
     // SAFETY: as the caller's.
-    unsafe { fill(&extension_schema, args, &mut page) };
+    unsafe { fill(args, &mut page) };
     page.into_rows()
 }
 
@@ -120,7 +120,7 @@ pub unsafe fn rows_with_id(
     unsafe {
         let mut page = Page::rows(i64::MAX, rowtype); // in the caller's memory
         spi::in_search(|| {
-            let mut table = session::table(relid, relid, &extension_schema);
+            let mut table = session::table(relid, relid);
             let statements = &mut table.value.as_mut().expect("prepared").statements;
             let partitioned = pg_sys::get_rel_relkind(relid)
                 == pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char;
@@ -130,31 +130,6 @@ pub unsafe fn rows_with_id(
             }
         });
         page.into_rows()
-    }
-}
-
-/// The schema the extension is installed in (read when a table's
-/// statements are first prepared).
-fn extension_schema() -> String {
-    // SAFETY: SPI is connected here or by the caller; one catalog read.
-    unsafe {
-        spi::connect();
-        let rc = pg_sys::SPI_execute(
-            c"SELECT n.nspname::text FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'alerts'".as_ptr(),
-            true,
-            1,
-        );
-        let found = (rc == pg_sys::SPI_OK_SELECT as i32)
-            .then(|| spi::first_value(pg_sys::SPI_tuptable))
-            .flatten();
-        match found {
-            Some(d) => String::from_utf8_lossy(crate::datum::varlena_bytes(d)).into_owned(),
-            None => error(
-                PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-                "alerts: the extension is not installed in this database".into(),
-                "CREATE EXTENSION alerts",
-            ),
-        }
     }
 }
 
@@ -174,7 +149,7 @@ pub unsafe fn is_distributed(relid: Oid) -> bool {
             let mut held = session::take(session::citus(), relid);
             held.value
                 .get_or_insert_with(Default::default)
-                .distributed(relid, &extension_schema)
+                .distributed(relid)
         })
     }
 }
@@ -208,7 +183,7 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
         same_columns_as_planned(desc, (*rsinfo).expectedDesc, args.relid);
 
         let mut page = Page::store(store, args.page_size as i64, args.rowtype);
-        fill(&|| function_schema(fcinfo), &args, &mut page);
+        fill(&args, &mut page);
 
         (*rsinfo).returnMode = pg_sys::SetFunctionReturnMode::SFRM_Materialize;
         (*rsinfo).setResult = store;
@@ -231,21 +206,19 @@ pub unsafe extern "C-unwind" fn alerts_search_wire(fcinfo: pg_sys::FunctionCallI
     unsafe {
         let args = checked_args(fcinfo);
         let mut page = Page::rows(args.page_size as i64, args.rowtype);
-        fill(&|| function_schema(fcinfo), &args, &mut page);
+        fill(&args, &mut page);
         wire::encode(&page.into_rows(), args.rowtype)
     }
 }
 
 /// Fills the page: from the table, from the tenant's Citus shard on this
 /// node, or by one routed statement to the node that has the shard.
-/// `ext_schema` names the extension's schema (read only when statements
-/// are first prepared).
-unsafe fn fill(ext_schema: &dyn Fn() -> String, args: &Args, page: &mut Page) {
+unsafe fn fill(args: &Args, page: &mut Page) {
     let r = running_count();
     r.set(r.get() + 1);
     // SAFETY: as fill_running's; the count is restored on error too.
     pgrx::PgTryBuilder::new(std::panic::AssertUnwindSafe(|| unsafe {
-        spi::in_search(|| fill_running(ext_schema, args, page))
+        spi::in_search(|| fill_running(args, page))
     }))
     .finally(|| r.set(r.get() - 1))
     .execute()
@@ -257,7 +230,7 @@ pub fn running() -> bool {
 }
 
 /// As [`fill`], counted in [`Running`].
-unsafe fn fill_running(ext_schema: &dyn Fn() -> String, args: &Args, page: &mut Page) {
+unsafe fn fill_running(args: &Args, page: &mut Page) {
     // SAFETY: SPI is connected by the first statement (`spi::connect`) and
     // finished by `fill`; the argument datums are live for the call.
     unsafe {
@@ -266,7 +239,7 @@ unsafe fn fill_running(ext_schema: &dyn Fn() -> String, args: &Args, page: &mut 
         let target = {
             let mut held = session::take(session::citus(), relid);
             let cache = held.value.get_or_insert_with(Default::default);
-            match cache.target(relid, args.org, ext_schema) {
+            match cache.target(relid, args.org) {
                 citus::Target::Remote if args.ascending.is_some() => error(
                     PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
                     "alerts: an oldest-first page of a Citus tenant on another node".into(),
@@ -310,7 +283,7 @@ unsafe fn fill_running(ext_schema: &dyn Fn() -> String, args: &Args, page: &mut 
             }
         };
         if let Some(source) = target {
-            search(source, args, ext_schema, page);
+            search(source, args, page);
         }
         trace::page_ends();
     }
@@ -333,7 +306,7 @@ fn no_pagination_index(relid: Oid) -> ! {
 }
 
 /// The search proper, reading relation `source` (the table or its shard).
-unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page: &mut Page) {
+unsafe fn search(source: Oid, args: &Args, page: &mut Page) {
     // SAFETY: SPI is connected by the caller; the datums are live.
     unsafe {
         // A shard is locked here, the table by the caller: the caches below
@@ -350,7 +323,7 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
                 "run the search again",
             );
         }
-        let mut held = session::table(source, args.relid, ext_schema);
+        let mut held = session::table(source, args.relid);
         {
             let Some(table) = held.value.as_mut() else {
                 return;
@@ -400,9 +373,9 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
                     walker.end();
                 }
                 None if call.ascending.is_some() => {
-                    oldest::planned(&table.statements, &call, page);
+                    oldest::planned(&mut table.statements, &call, page);
                 }
-                None if partitioned() && leaves::fill(source, args, ext_schema, page) => {}
+                None if partitioned() && leaves::fill(source, args, page) => {}
                 None => {
                     // several statements: on a partitioned table, all of
                     // them on one partition set (`partitions.rs`)
@@ -410,7 +383,7 @@ unsafe fn search(source: Oid, args: &Args, ext_schema: &dyn Fn() -> String, page
                     partitions::consistent(
                         source,
                         || {
-                            let mut walker = walk::StatementWalk::new(&table.statements, &call);
+                            let mut walker = walk::StatementWalk::new(&mut table.statements, &call);
                             walk::fill(
                                 &mut table.statements,
                                 &mut table.routes,

@@ -27,7 +27,7 @@ use super::call::{Ascending, Call};
 use super::page::Page;
 use super::scan::IndexWalk;
 use super::spi::text_of;
-use super::statements::Statements;
+use super::statements::{Statements, Stmt};
 use super::trace::{self, Route};
 use super::walker::Walk;
 
@@ -106,7 +106,7 @@ unsafe fn rest_of_page(
         }
         super::rare::gin_or_walk(call, walker, page, |path, want| {
             call.execute_nullable(
-                st.gin_oldest,
+                st.plan(Stmt::GinOldest),
                 &[
                     Some(call.org),
                     Some(lower.0),
@@ -192,7 +192,7 @@ unsafe fn by_keys(
 ///
 /// # Safety
 /// SPI must be connected; the call's datums are live.
-pub unsafe fn planned(st: &Statements, call: &Call, page: &mut Page) {
+pub unsafe fn planned(st: &mut Statements, call: &Call, page: &mut Page) {
     if call.compiled.matches_nothing() {
         return;
     }
@@ -207,7 +207,7 @@ pub unsafe fn planned(st: &Statements, call: &Call, page: &mut Page) {
 /// # Safety
 /// As [`planned`].
 unsafe fn by_statement(
-    st: &Statements,
+    st: &mut Statements,
     call: &Call,
     lower: Lower,
     upper: Option<Datum>,
@@ -216,7 +216,7 @@ unsafe fn by_statement(
     // SAFETY: as the caller's.
     unsafe {
         page.add(call.execute_nullable(
-            st.oldest_page,
+            st.plan(Stmt::OldestPage),
             &[
                 Some(call.org),
                 Some(lower.0),

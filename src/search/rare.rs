@@ -10,7 +10,7 @@ use pgrx::pg_sys::Datum;
 use super::call::Call;
 use super::page::Page;
 use super::spi::text_of;
-use super::statements::Statements;
+use super::statements::{Statements, Stmt};
 use super::trace;
 use super::walker::Walk;
 
@@ -37,7 +37,7 @@ pub unsafe fn rest_of_page(
         }
         gin_or_walk(call, walker, page, |path, want| {
             call.execute(
-                st.gin,
+                st.plan(Stmt::Gin),
                 &[call.org, call.floor, cursor, call.filter, want, path],
             )
         });

@@ -45,16 +45,16 @@ pub struct Table {
 }
 
 impl Table {
-    /// Prepares the statements of relation `source`, returning rows of
-    /// `rows_of` (see [`Statements::prepare`]).
+    /// The entry of relation `source`, whose statements return rows of
+    /// `rows_of` (see [`Statements::new`]).
     ///
     /// # Safety
     /// Inside a search, both relations valid and locked.
-    pub unsafe fn prepare(source: Oid, rows_of: Oid, ext_schema: &str) -> Table {
+    pub unsafe fn new(source: Oid, rows_of: Oid) -> Table {
         // SAFETY: as the caller's.
         unsafe {
             Table {
-                statements: Statements::prepare(source, rows_of, ext_schema),
+                statements: Statements::new(source, rows_of),
                 routes: Routes::default(),
                 rows_of,
                 names: (qualified(source), qualified(rows_of)),
@@ -90,12 +90,12 @@ impl Table {
 }
 
 /// Relation `source`'s entry, taken for the running search: its
-/// statements returning rows of `rows_of` (prepared when the session has
+/// statements returning rows of `rows_of` (made when the session has
 /// none, or none that still name both).
 ///
 /// # Safety
 /// Inside a search, both relations valid and locked.
-pub unsafe fn table(source: Oid, rows_of: Oid, ext_schema: &dyn Fn() -> String) -> Held<Table> {
+pub unsafe fn table(source: Oid, rows_of: Oid) -> Held<Table> {
     let mut held = take(&crate::backend::slot::<Tables>().0, source);
     // SAFETY: as the caller's; a stale entry's plans are not running.
     unsafe {
@@ -103,7 +103,7 @@ pub unsafe fn table(source: Oid, rows_of: Oid, ext_schema: &dyn Fn() -> String) 
             (*stale).release();
         }
         if held.value.is_none() {
-            held.value = Some(Box::new(Table::prepare(source, rows_of, &ext_schema())));
+            held.value = Some(Box::new(Table::new(source, rows_of)));
         }
     }
     held

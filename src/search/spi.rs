@@ -110,6 +110,34 @@ pub unsafe fn connect() {
     })
 }
 
+/// The schema the extension is installed in, quoted (read when a table's
+/// statements are first prepared).
+///
+/// # Safety
+/// Inside a search ([`in_search`]: this connects it) or with SPI connected.
+pub unsafe fn extension_schema() -> String {
+    // SAFETY: as the caller's; one catalog read.
+    unsafe {
+        connect();
+        let rc = pg_sys::SPI_execute(
+            c"SELECT n.nspname::text FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'alerts'".as_ptr(),
+            true,
+            1,
+        );
+        let found = (rc == pg_sys::SPI_OK_SELECT as i32)
+            .then(|| first_value(pg_sys::SPI_tuptable))
+            .flatten();
+        match found {
+            Some(d) => quoted(&String::from_utf8_lossy(crate::datum::varlena_bytes(d))),
+            None => error(
+                PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+                "alerts: the extension is not installed in this database".into(),
+                "CREATE EXTENSION alerts",
+            ),
+        }
+    }
+}
+
 /// An identifier quoted for SQL, as `quote_ident` would.
 pub fn quoted(ident: &str) -> String {
     let c = CString::new(ident).expect("identifiers have no NUL");

@@ -1,5 +1,6 @@
-//! The statements `alerts_search` runs on one table, prepared once per table
-//! and session and kept (`SPI_keepplan`), so that a call only executes:
+//! The statements `alerts_search` runs on one table, each prepared on its
+//! first use in the session and kept (`SPI_keepplan`), so that a call only
+//! executes:
 //! the first version was PL/pgSQL with `EXECUTE`, which planned 3 statements
 //! per call (2-4 ms of planning for a page the executor produces in 0.2-1
 //! ms). Postgres' plan cache revalidates them on DDL; they name the table,
@@ -11,16 +12,22 @@ use std::collections::HashMap;
 use pgrx::pg_sys::{self, Datum, Oid};
 
 use super::indexes::IndexCache;
-use super::spi::{cstr_owned, execute, first_value, keep, prepare, prepare_generic, quoted};
+use super::spi::{
+    cstr_owned, execute, extension_schema, first_value, keep, prepare, prepare_generic, quoted,
+};
 
 const TEXT: Oid = pg_sys::TEXTOID;
 const JSONB: Oid = pg_sys::JSONBOID;
 const INT8: Oid = pg_sys::INT8OID;
 
-/// Prepared statements of one table. Parameters, where present: `$1`
-/// tenant, `$2` the window's floor (smallest id), `$3` the cursor (ids
-/// below it), `$4` the filter, `$5` rows wanted.
-pub struct Statements {
+/// The statements of one table, each prepared on its first use (a direct
+/// walk runs none of them: preparing all of them on a table's first search
+/// cost a new connection's first page a few milliseconds per partition).
+/// Parameters, where present: `$1` tenant, `$2` the window's floor
+/// (smallest id), `$3` the cursor (ids below it), `$4` the filter, `$5`
+/// rows wanted.
+#[derive(Clone, Copy)]
+pub enum Stmt {
     /// One chunk of the walk: the newest `$6` index entries below the
     /// cursor (and the rest of the last one's id), bloom-tested from the
     /// index (index-only), the heap read only for candidates, at most `$5`
@@ -28,27 +35,34 @@ pub struct Statements {
     /// full chunk's count is at least `$6` and its smallest id is where the
     /// next chunk starts; fewer entries and a short page mean the walk
     /// reached the end of the window, and what it found is the answer.
-    pub walk: pg_sys::SPIPlanPtr,
+    Walk,
     /// Rows of the window whose ids sort at or after '8' (no ULID does):
     /// read on first pages, before the ULIDs.
-    pub above: pg_sys::SPIPlanPtr,
+    Above,
     /// The walk without a chunk bound: the rest of the window.
-    pub rest: pg_sys::SPIPlanPtr,
+    Rest,
     /// One jsonpath scan (`$6`, from `alerts_filter_jsonpath`) of a GIN
     /// index on the attributes.
-    pub gin: pg_sys::SPIPlanPtr,
+    Gin,
     /// Oldest first (`ORDER BY id ASC` through the custom scan): the GIN
     /// statement's range is above `$2` (strictly when `$3`) and below `$7`
     /// when it is not NULL; `$8` is the column filter.
-    pub gin_oldest: pg_sys::SPIPlanPtr,
+    GinOldest,
     /// Oldest first where the direct walk cannot read the table (row-level
     /// security, column grants): the page in one statement the planner
-    /// plans, parameters as `gin_oldest`'s without the jsonpath (`$6` the
+    /// plans, parameters as `GinOldest`'s without the jsonpath (`$6` the
     /// upper bound, `$7` the column filter).
-    pub oldest_page: pg_sys::SPIPlanPtr,
+    OldestPage,
     /// The newest and the oldest entry of a tenant's window.
-    pub newest: pg_sys::SPIPlanPtr,
-    pub oldest: pg_sys::SPIPlanPtr,
+    Newest,
+    Oldest,
+}
+
+const KINDS: usize = 8;
+
+/// Prepared statements of one table, and which indexes it has.
+pub struct Statements {
+    plans: [Option<pg_sys::SPIPlanPtr>; KINDS],
     /// Which indexes the table has, per relcache epoch.
     pub indexes: IndexCache,
     /// Tenant-key statements by the filter's number of keys.
@@ -56,57 +70,119 @@ pub struct Statements {
     /// Every row of a tenant `$1` whose id is `$2`, unfiltered (prepared
     /// on first use: see [`Statements::with_id`]).
     with_id: Option<pg_sys::SPIPlanPtr>,
+    /// The table read and the table whose rows are returned.
+    relid: Oid,
+    rows_of: Oid,
+    /// The names the statements are written with, read with the first.
+    names: Option<Names>,
+}
+
+/// What a table's statements are written with.
+struct Names {
+    /// The table read, qualified.
     table: String,
+    /// The extension's schema, which qualifies its functions.
     schema: String,
     /// The row returned, from alias `a` of the table read.
     row: String,
 }
 
 impl Statements {
-    /// Prepares the statements that read table `relid` and return rows of
-    /// table `rows_of` (the same table, or the distributed table whose shard
-    /// `relid` is); `ext_schema` is the extension's schema, which qualifies
-    /// its functions.
+    /// The statements that read table `relid` and return rows of table
+    /// `rows_of` (the same table, or the table whose shard or partition
+    /// `relid` is). None is prepared yet.
+    pub fn new(relid: Oid, rows_of: Oid) -> Statements {
+        Statements {
+            plans: [None; KINDS],
+            indexes: IndexCache::default(),
+            keys: HashMap::new(),
+            with_id: None,
+            relid,
+            rows_of,
+            names: None,
+        }
+    }
+
+    /// The names the statements are written with, read on first use.
     ///
     /// # Safety
-    /// SPI must be connected and both relations valid.
-    pub unsafe fn prepare(relid: Oid, rows_of: Oid, ext_schema: &str) -> Statements {
-        // SAFETY: the caller guarantees valid relations and connected SPI.
-        unsafe {
-            let t = qualified(relid);
-            let s = quoted(ext_schema);
-            let row = if relid == rows_of {
-                "a".to_string()
+    /// Inside a search; both relations valid and locked.
+    unsafe fn names(&mut self) -> &Names {
+        let (relid, rows_of) = (self.relid, self.rows_of);
+        // SAFETY: as the caller's.
+        self.names.get_or_insert_with(|| unsafe {
+            Names {
+                table: qualified(relid),
+                schema: extension_schema(),
+                row: if relid == rows_of {
+                    "a".to_string()
+                } else {
+                    row_as(rows_of)
+                },
+            }
+        })
+    }
+
+    /// Statement `which`, prepared and kept on its first use.
+    ///
+    /// # Safety
+    /// Inside a search (`spi::in_search`) or with SPI connected.
+    pub unsafe fn plan(&mut self, which: Stmt) -> pg_sys::SPIPlanPtr {
+        if let Some(p) = self.plans[which as usize] {
+            return p;
+        }
+        // SAFETY: as the caller's.
+        let (sql, types, generic) = sql(unsafe { self.names() }, which);
+        // SAFETY: as the caller's; kept once prepared.
+        let plan = unsafe {
+            let plan = if generic {
+                prepare_generic(&sql, &types)
             } else {
-                row_as(rows_of)
+                prepare(&sql, &types)
             };
-            // The window, plus a redundant row comparison on
-            // (organisation_id, id) that only an index led by both columns
-            // can use: with plain `c.id` bounds alone, generic plans on
-            // tables of many equal tenants walked the primary key backwards
-            // and filtered on the tenant (45 ms against 7 ms for 8000
-            // entries, in the soak test's table of 10 tenants). Only the
-            // upper bound: a row comparison as the lower bound is not a stop
-            // condition on an `id DESC` column, and the scan ran past the
-            // window to the tenant's oldest entry (small tenants: 4-5 ms
-            // instead of 1).
-            let window = "c.id >= $2 AND c.id < $3 AND (c.organisation_id, c.id) < ($1, $3)";
-            // The exact check of a candidate, reading its row from the heap.
-            // By tenant and id, so that any index on (organisation_id, id)
-            // finds it: a primary key of (organisation_id, id), which Citus
-            // requires of a table distributed by the tenant, cannot serve
-            // `id` alone (it scanned the whole key per candidate: 3.3 ms
-            // each, 166 ms for a page on a 1M-alert tenant's shard).
-            // `$filter` is the filter, `$columns` the column filter.
-            let lookup = |filter: usize, columns: usize| {
-                format!(
-                    "SELECT {row} AS r FROM {t} a
-                     WHERE a.organisation_id = $1 AND a.id = k.id AND {}",
-                    exact(&s, filter, columns)
-                )
-            };
-            let recheck = |columns| format!("CROSS JOIN LATERAL ({}) x", lookup(4, columns));
-            let probe = format!("{s}.alerts_search_probe(c.id, c.attribute_values_bitmap, $4)");
+            keep(&[plan]);
+            plan
+        };
+        self.plans[which as usize] = Some(plan);
+        plan
+    }
+}
+
+/// Statement `which`'s text, its parameter types, and whether it always
+/// runs its generic plan.
+fn sql(names: &Names, which: Stmt) -> (String, Vec<Oid>, bool) {
+    let (t, s, row) = (&names.table, &names.schema, &names.row);
+    // The window, plus a redundant row comparison on
+    // (organisation_id, id) that only an index led by both columns
+    // can use: with plain `c.id` bounds alone, generic plans on
+    // tables of many equal tenants walked the primary key backwards
+    // and filtered on the tenant (45 ms against 7 ms for 8000
+    // entries, in the soak test's table of 10 tenants). Only the
+    // upper bound: a row comparison as the lower bound is not a stop
+    // condition on an `id DESC` column, and the scan ran past the
+    // window to the tenant's oldest entry (small tenants: 4-5 ms
+    // instead of 1).
+    let window = "c.id >= $2 AND c.id < $3 AND (c.organisation_id, c.id) < ($1, $3)";
+    // The exact check of a candidate, reading its row from the heap.
+    // By tenant and id, so that any index on (organisation_id, id)
+    // finds it: a primary key of (organisation_id, id), which Citus
+    // requires of a table distributed by the tenant, cannot serve
+    // `id` alone (it scanned the whole key per candidate: 3.3 ms
+    // each, 166 ms for a page on a 1M-alert tenant's shard).
+    // `$filter` is the filter, `$columns` the column filter.
+    let lookup = |filter: usize, columns: usize| {
+        format!(
+            "SELECT {row} AS r FROM {t} a
+                 WHERE a.organisation_id = $1 AND a.id = k.id AND {}",
+            exact(s, filter, columns)
+        )
+    };
+    let recheck = |columns| format!("CROSS JOIN LATERAL ({}) x", lookup(4, columns));
+    let probe = format!("{s}.alerts_search_probe(c.id, c.attribute_values_bitmap, $4)");
+    let end = |order: &str| {
+        format!("SELECT c.id FROM {t} c WHERE c.organisation_id = $1 AND {window} ORDER BY c.id {order} LIMIT 1")
+    };
+    match which {
             // A chunk ends on a whole id (`WITH TIES`: the entries of an id
             // that repeats, or of a row's old and new version, are never
             // split between two chunks, since the next reads strictly below
@@ -114,8 +190,8 @@ impl Statements {
             // lookup returns every row of it). The probe runs above the
             // chunk's LIMIT, on its entries and no others, so its count and
             // smallest id are the chunk's.
-            let walk = prepare(
-                &format!(
+            Stmt::Walk => (
+                format!(
                     "SELECT x.r FROM (SELECT DISTINCT e.id FROM (SELECT c.id, c.attribute_values_bitmap AS b
                                                               FROM {t} c
                                                               WHERE c.organisation_id = $1 AND {window}
@@ -126,12 +202,13 @@ impl Statements {
                      ORDER BY k.id DESC LIMIT $5",
                     recheck(7)
                 ),
-                &[TEXT, TEXT, TEXT, JSONB, INT8, INT8, JSONB],
-            );
-            // `above` has no cursor: $3 is the filter, $4 the rows wanted, $5
-            // the column filter.
-            let above = prepare(
-                &format!(
+                vec![TEXT, TEXT, TEXT, JSONB, INT8, INT8, JSONB],
+                false,
+            ),
+            // `above` has no cursor: $3 is the filter, $4 the rows wanted,
+            // $5 the column filter.
+            Stmt::Above => (
+                format!(
                     "SELECT x.r FROM (SELECT DISTINCT c.id FROM {t} c
                                       WHERE c.organisation_id = $1 AND c.id >= $2 AND c.id >= '8'
                                         AND {s}.alerts_search_probe(c.id, c.attribute_values_bitmap, $3)
@@ -140,10 +217,11 @@ impl Statements {
                      ORDER BY k.id DESC LIMIT $4",
                     lookup(3, 5)
                 ),
-                &[TEXT, TEXT, JSONB, INT8, JSONB],
-            );
-            let rest = prepare(
-                &format!(
+                vec![TEXT, TEXT, JSONB, INT8, JSONB],
+                false,
+            ),
+            Stmt::Rest => (
+                format!(
                     "SELECT x.r FROM (SELECT DISTINCT c.id FROM {t} c
                                       WHERE c.organisation_id = $1 AND {window} AND {probe}
                                       ORDER BY c.id DESC) k
@@ -151,28 +229,31 @@ impl Statements {
                      ORDER BY k.id DESC LIMIT $5",
                     recheck(6)
                 ),
-                &[TEXT, TEXT, TEXT, JSONB, INT8, JSONB],
-            );
-            // The tenant and window conditions are written so that no btree
-            // can serve them (`|| ''`): the only plans left are this bitmap
-            // scan of the candidates (sorted, limited) and a sequential
-            // scan, which the planner never prefers for `@@` (a fixed 0.1%
-            // estimate), so the plan cache may keep one generic plan. Left
-            // to itself with plain conditions the planner sees the LIMIT and
-            // walks the pagination index through the whole window instead
-            // (50 ms against 1.5 ms on the 1M-alert tenant). It runs only
-            // once a walk has shown the filter to be rare.
-            let gin = prepare_generic(
-                &format!(
+                vec![TEXT, TEXT, TEXT, JSONB, INT8, JSONB],
+                false,
+            ),
+            // The tenant and window conditions are written so that no
+            // btree can serve them (`|| ''`): the only plans left are this
+            // bitmap scan of the candidates (sorted, limited) and a
+            // sequential scan, which the planner never prefers for `@@` (a
+            // fixed 0.1% estimate), so the plan cache may keep one generic
+            // plan. Left to itself with plain conditions the planner sees
+            // the LIMIT and walks the pagination index through the whole
+            // window instead (50 ms against 1.5 ms on the 1M-alert
+            // tenant). It runs only once a walk has shown the filter to be
+            // rare.
+            Stmt::Gin => (
+                format!(
                     "SELECT {row} AS r FROM {t} a
                      WHERE a.attribute_values @@ $6 AND {}
                      ORDER BY a.id DESC LIMIT $5",
-                    unindexed_window(&s, 7)
+                    unindexed_window(s, 7)
                 ),
-                &[TEXT, TEXT, TEXT, JSONB, INT8, pg_sys::JSONPATHOID, JSONB],
-            );
-            let gin_oldest = prepare_generic(
-                &format!(
+                vec![TEXT, TEXT, TEXT, JSONB, INT8, pg_sys::JSONPATHOID, JSONB],
+                true,
+            ),
+            Stmt::GinOldest => (
+                format!(
                     "SELECT {row} AS r FROM {t} a
                      WHERE a.attribute_values @@ $6
                        AND a.organisation_id || '' = $1
@@ -180,62 +261,29 @@ impl Statements {
                        AND ($7::text IS NULL OR a.id || '' < $7)
                        AND {}
                      ORDER BY a.id ASC LIMIT $5",
-                    exact(&s, 4, 8)
+                    exact(s, 4, 8)
                 ),
-                &[
-                    TEXT,
-                    TEXT,
-                    pg_sys::BOOLOID,
-                    JSONB,
-                    INT8,
-                    pg_sys::JSONPATHOID,
-                    TEXT,
-                    JSONB,
-                ],
-            );
-            let oldest_page = prepare(
-                &format!(
+                vec![TEXT, TEXT, pg_sys::BOOLOID, JSONB, INT8, pg_sys::JSONPATHOID, TEXT, JSONB],
+                true,
+            ),
+            Stmt::OldestPage => (
+                format!(
                     "SELECT {row} AS r FROM {t} a
                      WHERE a.organisation_id = $1 AND a.id >= $2 AND (NOT $3 OR a.id > $2)
                        AND ($6::text IS NULL OR a.id < $6)
                        AND {}
                      ORDER BY a.id ASC LIMIT $5",
-                    exact(&s, 4, 7)
+                    exact(s, 4, 7)
                 ),
-                &[TEXT, TEXT, pg_sys::BOOLOID, JSONB, INT8, TEXT, JSONB],
-            );
-            let end = |order: &str| {
-                prepare(
-                    &format!(
-                        "SELECT c.id FROM {t} c WHERE c.organisation_id = $1 AND {window} ORDER BY c.id {order} LIMIT 1"
-                    ),
-                    &[TEXT, TEXT, TEXT],
-                )
-            };
-            let (newest, oldest) = (end("DESC"), end("ASC"));
-            let indexes = IndexCache::prepare();
-            let st = Statements {
-                walk,
-                above,
-                rest,
-                gin,
-                gin_oldest,
-                oldest_page,
-                newest,
-                oldest,
-                indexes,
-                keys: HashMap::new(),
-                with_id: None,
-                table: t,
-                schema: s,
-                row,
-            };
-            // Kept together, once every one is prepared (`spi::keep`).
-            keep(&st.fixed_plans());
-            st
+                vec![TEXT, TEXT, pg_sys::BOOLOID, JSONB, INT8, TEXT, JSONB],
+                false,
+            ),
+            Stmt::Newest => (end("DESC"), vec![TEXT, TEXT, TEXT], false),
+            Stmt::Oldest => (end("ASC"), vec![TEXT, TEXT, TEXT], false),
         }
-    }
+}
 
+impl Statements {
     /// The tenant-key statement for filters of `n` keys: `$6..` are the keys
     /// each clause looks up (`alerts_core::keys::clause_keys`), the last
     /// parameter the column filter. As in the
@@ -248,7 +296,12 @@ impl Statements {
         if let Some(p) = self.keys.get(&n) {
             return *p;
         }
-        let (t, s, row) = (&self.table, &self.schema, &self.row);
+        // SAFETY: as the caller's.
+        let Names {
+            table: t,
+            schema: s,
+            row,
+        } = unsafe { self.names() };
         let pred: Vec<String> = (0..n)
             .map(|i| {
                 format!(
@@ -289,7 +342,8 @@ impl Statements {
         if let Some(p) = self.with_id {
             return p;
         }
-        let (t, row) = (&self.table, &self.row);
+        // SAFETY: as the caller's.
+        let Names { table: t, row, .. } = unsafe { self.names() };
         // SAFETY: SPI is connected by the caller; prepared just now.
         let plan = unsafe {
             let plan = prepare(
@@ -306,30 +360,13 @@ impl Statements {
         plan
     }
 
-    /// The statements prepared with the table's (the tenant-key ones are
-    /// prepared per number of keys, later).
-    fn fixed_plans(&self) -> [pg_sys::SPIPlanPtr; 9] {
-        [
-            self.walk,
-            self.above,
-            self.rest,
-            self.gin,
-            self.gin_oldest,
-            self.oldest_page,
-            self.newest,
-            self.oldest,
-            self.indexes.plan(),
-        ]
-    }
-
     /// Frees the kept statements.
     ///
     /// # Safety
     /// None of them is running.
     pub unsafe fn free(self) {
-        let plans = self.fixed_plans();
         let later = self.keys.into_values().chain(self.with_id);
-        for plan in plans.into_iter().chain(later) {
+        for plan in self.plans.into_iter().flatten().chain(later) {
             // SAFETY: as the caller's; each plan is kept and freed once.
             unsafe { pg_sys::SPI_freeplan(plan) };
         }

@@ -20,7 +20,7 @@ use super::call::Call;
 use super::page::Page;
 use super::routes::{Key, Routes};
 use super::spi::first_id;
-use super::statements::Statements;
+use super::statements::{Statements, Stmt};
 use super::trace::{self, Route};
 use super::walker::{Walk, Walked};
 use super::{probe, rare};
@@ -139,13 +139,19 @@ pub struct StatementWalk<'s> {
 }
 
 impl<'s> StatementWalk<'s> {
-    pub fn new(st: &Statements, call: &'s Call<'s>) -> StatementWalk<'s> {
+    /// The walker of `st`'s statements, prepared now where not yet.
+    ///
+    /// # Safety
+    /// Inside a search (`spi::in_search`).
+    pub unsafe fn new(st: &mut Statements, call: &'s Call<'s>) -> StatementWalk<'s> {
+        // SAFETY: as the caller's.
+        let mut plan = |which| unsafe { st.plan(which) };
         StatementWalk {
-            above: st.above,
-            walk: st.walk,
-            rest: st.rest,
-            newest: st.newest,
-            oldest: st.oldest,
+            above: plan(Stmt::Above),
+            walk: plan(Stmt::Walk),
+            rest: plan(Stmt::Rest),
+            newest: plan(Stmt::Newest),
+            oldest: plan(Stmt::Oldest),
             call,
             cursor: None,
         }

@@ -280,20 +280,27 @@ SET search_path = snd_hostile, public, pg_catalog;
 SELECT snd_plain($$SELECT id FROM snd_k WHERE organisation_id OPERATOR(pg_catalog.=) 'o1' AND attribute_values @> '{"team": "t1"}' ORDER BY id DESC LIMIT 5$$) AS hostile_path;
 RESET search_path;
 
--- 9. A table's statements prepared until one fails (its id is "char",
--- for which `id || ''` is ambiguous: the fourth statement fails): the ones
--- prepared before it are not kept for the session. Kept statements show
--- as plan contexts naming the probe; a table searched before has some.
+-- 9. Statements are prepared on first use and kept once prepared: one
+-- that fails to prepare (the attributes are json, which the exact check
+-- does not take: the statement walk's first statement fails) is not kept
+-- for the session, and neither is anything else, the second call failing
+-- the same way. Kept statements show as plan contexts naming the probe; a
+-- table searched before has some. An id that is "char" has no text-ordered
+-- pagination index: the call says so before any statement.
 CREATE TABLE snd_ch (id "char" NOT NULL, organisation_id text NOT NULL, attribute_values jsonb NOT NULL,
                      attribute_values_bitmap bit(512));
 CREATE INDEX ON snd_ch (organisation_id, id DESC) INCLUDE (attribute_values_bitmap);
+CREATE TABLE snd_js (id text NOT NULL, organisation_id text NOT NULL, attribute_values json NOT NULL,
+                     attribute_values_bitmap bit(512));
+CREATE INDEX ON snd_js (organisation_id, id DESC) INCLUDE (attribute_values_bitmap);
 CREATE FUNCTION snd_kept() RETURNS bigint LANGUAGE sql AS
 $$ SELECT count(*) FROM pg_backend_memory_contexts WHERE ident LIKE '%alerts_search_probe%' $$;
 SELECT snd_kept() > 0 AS searched_tables_keep_statements;
 CREATE TEMP TABLE snd_before AS SELECT snd_kept() AS n;
 \set VERBOSITY terse
 SELECT * FROM alerts_search(NULL::snd_ch, 'o1', '{}', '-infinity', NULL, 5);
-SELECT * FROM alerts_search(NULL::snd_ch, 'o1', '{}', '-infinity', NULL, 5);
+SELECT * FROM alerts_search(NULL::snd_js, 'o1', '{}', '-infinity', NULL, 5);
+SELECT * FROM alerts_search(NULL::snd_js, 'o1', '{}', '-infinity', NULL, 5);
 \set VERBOSITY default
 SELECT snd_kept() - n AS kept_by_failed_prepares FROM snd_before;
 
@@ -363,7 +370,7 @@ RESET plan_cache_mode;
 DEALLOCATE snd_cp;
 RESET enable_seqscan; RESET enable_indexscan; RESET enable_bitmapscan; RESET enable_sort;
 
-DROP TABLE snd_a1, snd_a2, snd_p, snd_c1, snd_c2, snd_lone, snd_am, snd_pat, snd_k, snd_n1, snd_n2, snd_ch, snd_c, snd_cq CASCADE;
+DROP TABLE snd_a1, snd_a2, snd_p, snd_c1, snd_c2, snd_lone, snd_am, snd_pat, snd_k, snd_n1, snd_n2, snd_ch, snd_js, snd_c, snd_cq CASCADE;
 DROP SCHEMA snd_s1, snd_s2, snd_evil, snd_hostile CASCADE;
 DROP ACCESS METHOD snd_heap2;
 DROP FUNCTION snd_diff, snd_plain, snd_team_seen, snd_kept, snd_param;
