@@ -3,12 +3,16 @@ best peer, the write-path table and the p95 chart."""
 
 from methods import LABELS, METHODS
 
+# What each timed mode is, as the tables say it.
+MODE_TEXT = {"prepared": "-M prepared",
+             "connect": "-M simple, a new connection per query (its connection time included)"}
+
 # --- output -----------------------------------------------------------------------
 
-def svg_chart(results, path):
+def svg_chart(results, path, mode="prepared"):
     """Grouped horizontal bars of p95 (log scale) per core scenario and method."""
     import math
-    rows = [r for r in results if r["mode"] == "prepared"]
+    rows = [r for r in results if r["mode"] == mode]
     scen = []
     for r in rows:
         if r["scenario"] not in scen:
@@ -24,7 +28,7 @@ def svg_chart(results, path):
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 40}" height="{height}" '
            'font-family="sans-serif" font-size="11">',
-           '<text x="10" y="16" font-size="13">p95 latency per page (ms, log scale), -M prepared, 1 client</text>']
+           '<text x="10" y="16" font-size="13">p95 latency per page (ms, log scale), ' + MODE_TEXT[mode] + ', 1 client</text>']
     for i, (m, c) in enumerate(zip(METHODS, colors)):
         out.append(f'<rect x="{10 + i * 110}" y="26" width="10" height="10" fill="{c}"/>'
                    f'<text x="{24 + i * 110}" y="35">{LABELS[m][:16]}</text>')
@@ -48,15 +52,15 @@ def svg_chart(results, path):
 PEERS = ["gin", "gin_org", "gin_all", "gin_tags", "rum", "sql_bloom"]
 
 
-def goal_table(results, scen):
+def goal_table(results, scen, mode="prepared"):
     """The fast-path goal per scenario: alerts_search's p95 against the best
     peer's in the same run (below 1 is faster than every peer)."""
     lines = ["alerts_search against the best peer (GIN planner, btree_gin planner, GIN read-all, GIN on tags, RUM, plain-SQL bloom), "
-             "p95 ms, -M prepared:", "",
+             f"p95 ms, {MODE_TEXT[mode]}:", "",
              "| scenario | best peer | p95 | alerts_search | ratio | no shortcuts | ratio | plain SQL | to alerts_search |",
              "|---|---|---|---|---|---|---|---|---|"]
     for s in scen:
-        rows = {r["method"]: r for r in results if r["scenario"] == s and r["mode"] == "prepared"}
+        rows = {r["method"]: r for r in results if r["scenario"] == s and r["mode"] == mode}
         peers = [rows[m] for m in PEERS if m in rows]
         if not peers or "search" not in rows:
             continue
@@ -83,6 +87,7 @@ def write_table(results, writes, sz, meta, path):
         lines = [f"Size `{meta['size']}` (the pool of rows inserted){where}, PostgreSQL {meta['postgres']}, "
                  f"{meta['cpu']} cores, shared_buffers {meta['shared_buffers']}; each variant's table starts empty."]
         return write_table_writes(lines, writes, {}, meta, path)
+    mode = meta.get("mode", "prepared")
     if not results:
         lines = [f"Size `{meta['size']}`{where}: no scenario was measured (--only / --scenarios matched none).", ""]
         return write_table_writes(lines, writes, sz, meta, path)
@@ -90,7 +95,7 @@ def write_table(results, writes, sz, meta, path):
              f"{meta['shared_buffers']}, pgbench "
              + (f"-t {meta['transactions_per_cell']}" if meta.get("transactions_per_cell") else f"-T {meta['seconds_per_cell']}")
              + (f" x {meta['rounds']} rounds (methods taking turns; percentiles: the median round's)" if meta.get("rounds", 1) > 1 else "")
-             + " per cell, 1 client, -M prepared. "
+             + f" per cell, 1 client, {MODE_TEXT[mode]}. "
              "p95 in ms; in brackets the ratio to planner-chosen GIN (below 1 is faster than GIN).", ""]
     scen = []
     for r in results:
@@ -104,7 +109,7 @@ def write_table(results, writes, sz, meta, path):
         cells = []
         matches = ""
         for m in cols:
-            r = next((r for r in results if r["scenario"] == s and r["method"] == m and r["mode"] == "prepared"), None)
+            r = next((r for r in results if r["scenario"] == s and r["method"] == m and r["mode"] == mode), None)
             if r:
                 matches = r["matches"]
                 cells.append(f"{r['p95']:.2f} ({r['ratio_p95_to_gin']:.2g}x)")
@@ -113,9 +118,9 @@ def write_table(results, writes, sz, meta, path):
         lines.append(f"| {s} | {matches} | " + " | ".join(cells) + " |")
     for m, why in meta.get("unavailable", {}).items():
         lines += ["", f"{LABELS[m]}: n/a, {why}."]
-    lines += ["", goal_table(results, scen)]
+    lines += ["", goal_table(results, scen, mode)]
     if meta.get("layout", "plain") != "plain":
-        lines += ["", "p50 / p95 / p99 (ms), -M prepared:", "",
+        lines += ["", f"p50 / p95 / p99 (ms), {MODE_TEXT[mode]}:", "",
                   "| scenario | " + " | ".join(LABELS[m] for m in cols if m not in meta.get("unavailable", {}))
                   + " |"]
         shown = [m for m in cols if m not in meta.get("unavailable", {})]
@@ -123,7 +128,7 @@ def write_table(results, writes, sz, meta, path):
         for sc in scen:
             cells = []
             for m in shown:
-                r = next((r for r in results if r["scenario"] == sc and r["method"] == m and r["mode"] == "prepared"),
+                r = next((r for r in results if r["scenario"] == sc and r["method"] == m and r["mode"] == mode),
                          None)
                 cells.append(f"{r['p50']:.2f} / {r['p95']:.2f} / {r['p99']:.2f}" if r else "-")
             lines.append(f"| {sc} | " + " | ".join(cells) + " |")

@@ -66,6 +66,9 @@ def main():
     ap.add_argument("--methods", default=None)
     ap.add_argument("--only", default="", help="substring filter on scenario names")
     ap.add_argument("--prepared-only", action="store_true", help="no -M simple cells")
+    ap.add_argument("--new-connections", action="store_true",
+                    help="each query on a new connection (pgbench -C -M simple), the connection's time included: "
+                         "what an application without a pooler pays for a session's first page")
     ap.add_argument("--scenarios", default="",
                     help="only these scenarios, their exact names separated by ';'")
     ap.add_argument("--skip-write", action="store_true", help="skip the write-path benchmark")
@@ -141,7 +144,8 @@ def main():
                 print(f"  {m}: WRONG ROWS ({len(got)} rows, expected {len(want_ids)})")
                 continue
             runs.append((m, sql))
-        for mode in (["prepared", "simple"] if s["core"] and not args.prepared_only else ["prepared"]):
+        modes = ["prepared", "simple"] if s["core"] and not args.prepared_only else ["prepared"]
+        for mode in ["connect"] if args.new_connections else modes:
             cell = timed_cell(db, runs, seconds, mode, work, args.transactions, args.rounds)
             for m, _ in runs:
                 r = cell[m]
@@ -158,7 +162,7 @@ def main():
     sz = sizes(db) if not layout else layout_sizes(db, table)
     shutil.rmtree(work, ignore_errors=True)
 
-    meta = dict(size=args.size, layout=args.layout, bitmap_bits=common.BITS, writes_only=args.writes_only, anchor=anchor, seconds_per_cell=seconds, rounds=args.rounds, transactions_per_cell=args.transactions,
+    meta = dict(size=args.size, layout=args.layout, mode="connect" if args.new_connections else "prepared", bitmap_bits=common.BITS, writes_only=args.writes_only, anchor=anchor, seconds_per_cell=seconds, rounds=args.rounds, transactions_per_cell=args.transactions,
                 write_seconds=wseconds, write_rounds=args.write_rounds,
                 synchronous_commit=psql(db, "SHOW synchronous_commit")[0][0] if not args.synchronous_commit
                 else args.synchronous_commit,
@@ -172,7 +176,7 @@ def main():
         w.writeheader()
         w.writerows(results)
     if results:
-        svg_chart(results, outdir / "p95.svg")
+        svg_chart(results, outdir / "p95.svg", meta["mode"])
     write_table(results, writes, sz, meta, outdir / "table.md")
     print((outdir / "table.md").read_text())
     if failures:

@@ -18,7 +18,10 @@ def pgbench(db, m, sql, seconds, mode, clients, workdir, transactions=None, port
 
 def pgbench_raw(db, m, sql, seconds, mode, clients, workdir, transactions=None, port=None, user=None):
     """One pgbench run: every transaction's latency (ms) from its -l log,
-    and the run's rate (transactions/s)."""
+    and the run's rate (transactions/s). Mode "connect" is -M simple with a
+    new connection per transaction (-C): each latency is then the query's
+    plus the run's mean connection time (pgbench logs the query alone;
+    the connection includes loading a library the method preloads)."""
     scripts = []
     for i, q in enumerate([sql] if isinstance(sql, str) else sql):
         scripts += ["-f", str(workdir / f"q{i}.sql")]
@@ -27,7 +30,8 @@ def pgbench_raw(db, m, sql, seconds, mode, clients, workdir, transactions=None, 
         p.unlink()
     env = dict(os.environ, PGOPTIONS=PGOPTIONS.get(m, ""))
     res = subprocess.run(["pgbench", "-n", "-h", PG["host"], "-p", str(port or PG["port"]), "-U", user or PG["user"],
-                          "-M", mode, "-c", str(clients), "-j", str(clients),
+                          "-M", "simple" if mode == "connect" else mode, *(["-C"] if mode == "connect" else []),
+                          "-c", str(clients), "-j", str(clients),
                           *(["-t", str(transactions)] if transactions else ["-T", str(seconds)]),
                           "-l", "--log-prefix", str(workdir / "pgbench_log"), *scripts, db],
                          capture_output=True, text=True, env=env)
@@ -39,6 +43,9 @@ def pgbench_raw(db, m, sql, seconds, mode, clients, workdir, transactions=None, 
             f = line.split()
             if len(f) >= 3:
                 lat.append(int(f[2]) / 1000.0)  # microseconds -> ms
+    if mode == "connect":
+        line = next(x for x in res.stdout.splitlines() if x.startswith("average connection time"))
+        lat = [x + float(line.split()[-2]) for x in lat]
     if transactions:
         # pgbench's own summary line gives the run's rate.
         tps = [line for line in res.stdout.splitlines() if line.startswith("tps")]
