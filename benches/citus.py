@@ -220,6 +220,7 @@ def main(args):
         print(f"  8 clients {m:14s} {r['tps']:8.0f} pages/s  p95 {r['p95']:.3f} ms", flush=True)
     shutil.rmtree(work, ignore_errors=True)
     meta = dict(size=size, anchor=anchor, seconds_per_cell=seconds, rounds=args.rounds, throughput_seconds=tput_seconds,
+                transactions_per_cell=args.transactions,
                 cpu=os.cpu_count(), postgres=psql(DB, "SHOW server_version", port=c)[0][0],
                 citus=psql(DB, "SELECT extversion FROM pg_extension WHERE extname = 'citus'", port=c)[0][0],
                 shards=psql(DB, "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'alerts'::regclass",
@@ -242,7 +243,9 @@ def write_table(results, floors, tput, meta, path):
              f"({meta['shards']} shards, coordinator + 2 workers on one machine), beside the single node the rows "
              f"were copied from; PostgreSQL {meta['postgres']}, {meta['cpu']} cores shared by all four servers, "
              f"shared_buffers {meta['shared_buffers']} per Citus node and {meta['shared_buffers_one_node']} on the "
-             f"single node; pgbench -T {meta['seconds_per_cell']} per cell"
+             f"single node; pgbench "
+             + (f"-t {meta['transactions_per_cell']}" if meta.get("transactions_per_cell")
+                else f"-T {meta['seconds_per_cell']}") + " per cell"
              + (f" x {meta['rounds']} rounds (methods taking turns; percentiles: the median round's)"
                 if meta.get('rounds', 1) > 1 else "")
              + ", 1 client, -M prepared.", "",
