@@ -101,6 +101,21 @@ COMMENT ON FUNCTION alerts_search(anyelement, text, jsonb, timestamptz, text, in
     'An exact page of table rel (call as SELECT * FROM alerts_search(NULL::alerts, org, filter)): rows of organisation_id matching filter, newest first, id >= alerts_ulid_floor(since) and id < before_id (NULL: first page), page_size at most; columns => ''{"priority_id": [1, 2]}'' also requires other columns of the row to equal a value or one of several (null: IS NULL), by each column type''s equality. Walks the pagination index (index-only with the bitmap INCLUDEd); once the filter proves rare, switches to the tenant-keys or a GIN index if there is one. Columns by convention: id, organisation_id, attribute_values, attribute_values_bitmap (use a view to rename).';
 
 
+-- Whether a trigger's arguments (pg_trigger's tgnargs and tgargs, each
+-- argument NUL-terminated) name these columns; none mean the trigger
+-- function's defaults.
+CREATE FUNCTION alerts_trigger_args_match(nargs smallint, args bytea, attrs_column name, bitmap_column name)
+    RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN nargs = 0 THEN attrs_column = 'attribute_values' AND bitmap_column = 'attribute_values_bitmap'
+                ELSE args = convert_to(attrs_column, getdatabaseencoding()) || '\x00'::bytea
+                            || convert_to(bitmap_column, getdatabaseencoding()) || '\x00'::bytea END
+$$;
+COMMENT ON FUNCTION alerts_trigger_args_match(smallint, bytea, name, name) IS
+    'Internal: whether a bloom trigger''s arguments (pg_trigger.tgnargs, tgargs) name these columns (none: the defaults).';
+
 CREATE FUNCTION alerts_citus_table(rel regclass) RETURNS boolean
     LANGUAGE plpgsql STABLE
     SET search_path = pg_catalog, pg_temp
@@ -256,9 +271,7 @@ BEGIN
         FROM pg_trigger t
         WHERE t.tgrelid = rel AND NOT t.tgisinternal
           AND t.tgfoid = '@extschema@.alerts_bloom_trigger()'::regprocedure
-          AND CASE WHEN t.tgnargs = 0 THEN attrs_column = 'attribute_values' AND bitmap_column = 'attribute_values_bitmap'
-                   ELSE t.tgargs = convert_to(attrs_column, getdatabaseencoding()) || '\x00'::bytea
-                                   || convert_to(bitmap_column, getdatabaseencoding()) || '\x00'::bytea END;
+          AND @extschema@.alerts_trigger_args_match(t.tgnargs, t.tgargs, attrs_column, bitmap_column);
         IF trigger_name IS NULL THEN
             trigger_name := CASE WHEN EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = rel AND tgname = 'alerts_bloom')
                                  THEN left('alerts_bloom_' || bitmap_column, 63) ELSE 'alerts_bloom' END;
@@ -688,9 +701,7 @@ BEGIN
     JOIN pg_trigger c ON c.tgrelid = coalesce(t.relid, rel)
     WHERE NOT c.tgisinternal AND c.tgenabled <> 'A'
       AND c.tgfoid = '@extschema@.alerts_bloom_trigger()'::regprocedure
-      AND CASE WHEN c.tgnargs = 0 THEN attrs_column = 'attribute_values' AND bitmap_column = 'attribute_values_bitmap'
-               ELSE c.tgargs = convert_to(attrs_column, getdatabaseencoding()) || '\x00'::bytea
-                               || convert_to(bitmap_column, getdatabaseencoding()) || '\x00'::bytea END
+      AND @extschema@.alerts_trigger_args_match(c.tgnargs, c.tgargs, attrs_column, bitmap_column)
     ORDER BY coalesce(t.level, 0), c.tgrelid LIMIT 1;
     -- elements a bitmap of this width holds at a 1% false-positive rate
     capacity := floor(-bits / 7.0 * ln(1 - power(0.01, 1 / 7.0)))::integer;

@@ -279,9 +279,7 @@ BEGIN
     JOIN pg_trigger c ON c.tgrelid = coalesce(t.relid, rel)
     WHERE NOT c.tgisinternal AND c.tgenabled <> 'A'
       AND c.tgfoid = '@extschema@.alerts_bloom_trigger()'::regprocedure
-      AND CASE WHEN c.tgnargs = 0 THEN attrs_column = 'attribute_values' AND bitmap_column = 'attribute_values_bitmap'
-               ELSE c.tgargs = convert_to(attrs_column, getdatabaseencoding()) || '\x00'::bytea
-                               || convert_to(bitmap_column, getdatabaseencoding()) || '\x00'::bytea END
+      AND @extschema@.alerts_trigger_args_match(c.tgnargs, c.tgargs, attrs_column, bitmap_column)
     ORDER BY coalesce(t.level, 0), c.tgrelid LIMIT 1;
     -- elements a bitmap of this width holds at a 1% false-positive rate
     capacity := floor(-bits / 7.0 * ln(1 - power(0.01, 1 / 7.0)))::integer;
@@ -532,9 +530,7 @@ BEGIN
         FROM pg_trigger t
         WHERE t.tgrelid = rel AND NOT t.tgisinternal
           AND t.tgfoid = '@extschema@.alerts_bloom_trigger()'::regprocedure
-          AND CASE WHEN t.tgnargs = 0 THEN attrs_column = 'attribute_values' AND bitmap_column = 'attribute_values_bitmap'
-                   ELSE t.tgargs = convert_to(attrs_column, getdatabaseencoding()) || '\x00'::bytea
-                                   || convert_to(bitmap_column, getdatabaseencoding()) || '\x00'::bytea END;
+          AND @extschema@.alerts_trigger_args_match(t.tgnargs, t.tgargs, attrs_column, bitmap_column);
         IF trigger_name IS NULL THEN
             trigger_name := CASE WHEN EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = rel AND tgname = 'alerts_bloom')
                                  THEN left('alerts_bloom_' || bitmap_column, 63) ELSE 'alerts_bloom' END;
@@ -734,9 +730,21 @@ $$;
 COMMENT ON FUNCTION alerts_ddl(text, text, integer) IS
     'Internal: runs a DDL statement of alerts_enable/alerts_disable with lock_timeout and bounded retries.';
 
--- The first state of a backfill over the table as it is now: its leaves
--- (rel itself, or every leaf partition of a partitioned rel), each with its
--- blocks and a batch of about batch_rows rows in blocks.
+-- Whether a trigger's arguments (pg_trigger's tgnargs and tgargs, each
+-- argument NUL-terminated) name these columns; none mean the trigger
+-- function's defaults.
+CREATE FUNCTION alerts_trigger_args_match(nargs smallint, args bytea, attrs_column name, bitmap_column name)
+    RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN nargs = 0 THEN attrs_column = 'attribute_values' AND bitmap_column = 'attribute_values_bitmap'
+                ELSE args = convert_to(attrs_column, getdatabaseencoding()) || '\x00'::bytea
+                            || convert_to(bitmap_column, getdatabaseencoding()) || '\x00'::bytea END
+$$;
+COMMENT ON FUNCTION alerts_trigger_args_match(smallint, bytea, name, name) IS
+    'Internal: whether a bloom trigger''s arguments (pg_trigger.tgnargs, tgargs) name these columns (none: the defaults).';
+
 -- Whether rel is a Citus table (its rows are in shards on the workers).
 CREATE FUNCTION alerts_citus_table(rel regclass) RETURNS boolean
     LANGUAGE plpgsql STABLE
@@ -754,6 +762,9 @@ $$;
 COMMENT ON FUNCTION alerts_citus_table(regclass) IS
     'Internal: whether rel is a Citus table (distributed or reference), whose rows the backfill reaches through its shard placements.';
 
+-- The first state of a backfill over the table as it is now: its leaves
+-- (rel itself, or every leaf partition of a partitioned rel), each with its
+-- blocks and a batch of about batch_rows rows in blocks.
 CREATE FUNCTION alerts_backfill_start(caller text, rel regclass, attrs_column name, bitmap_column name,
                                       generated boolean, only_missing boolean, batch_rows integer)
     RETURNS alerts_backfill_state
