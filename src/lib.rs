@@ -14,6 +14,7 @@ mod compat;
 mod custom_scan;
 mod datum;
 mod filter_cache;
+mod heap;
 mod jsonb;
 mod keys;
 mod planner;
@@ -28,9 +29,10 @@ pgrx::pg_module_magic!();
 /// is loaded.
 #[pgrx::pg_guard]
 pub extern "C-unwind" fn _PG_init() {
-    // SAFETY: called once at load: the settings, callbacks, hook and
-    // method table are installed once.
+    // SAFETY: called once at load: the heap is settled and the settings,
+    // callbacks, hook and method table are installed once.
     unsafe {
+        heap::settle();
         settings::define();
         search::register_callbacks();
         custom_scan::init();
