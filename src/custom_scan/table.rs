@@ -213,13 +213,10 @@ pub unsafe fn partitioned_of(
             let keys = form.indkey.values.as_slice(form.indnkeyatts as usize);
             let whole = form.indisvalid && pg_sys::RelationGetIndexPredicate(index).is_null();
             found.pagination_index |= whole
-                && (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
-                && keys.len() >= 2
-                && keys[0] == cols.org
-                && keys[1] == cols.id
-                && (0..2).all(|k| *(*index).rd_opfamily.add(k) == pg_sys::TEXT_BTREE_FAM_OID)
-                && *(*index).rd_indcollation == cols.org_collation
-                && *(*index).rd_indcollation.add(1) == cols.id_collation;
+                && crate::search::is_pagination_index(
+                    index,
+                    [(cols.org, cols.org_collation), (cols.id, cols.id_collation)],
+                );
             found.ids_unique |= whole
                 && form.indisunique
                 && form.indimmediate

@@ -120,35 +120,18 @@ pub unsafe fn indexes(relid: Oid) -> Indexes {
                     && named(keys[0], "organisation_id")
                     && named(keys[1], "id")
                     && (0..2).all(|k| *(*index).rd_opfamily.add(k) == pg_sys::TEXT_BTREE_FAM_OID);
-                if let Some(((org, org_coll), (id, id_coll), attrs, bitmap)) = cols {
+                if let Some(cols @ ((org, _), (id, _), attrs, _)) = cols {
                     if is_keys_index(index, [org, id, attrs]) {
                         keys_index = Some(oid);
                     }
-                    let usable = walk
-                        && am == pg_sys::BTREE_AM_OID
-                        && two
-                        && keys[0] == org
-                        && keys[1] == id
-                        && text_ordered(index, [org_coll, id_coll]);
-                    if usable {
-                        let candidate = Layout {
-                            index: oid,
-                            id_desc: *(*index).rd_indoption.add(1) as u32 & pg_sys::INDOPTION_DESC
-                                != 0,
-                            bitmap_in_index: keys.iter().position(|&k| k == bitmap),
-                            org,
-                            id,
-                            attrs,
-                            bitmap,
-                            org_collation: org_coll,
-                            id_collation: id_coll,
-                            keys_index: None,
-                        };
-                        if found.direct.is_none_or(|b| {
-                            b.bitmap_in_index.is_none() && candidate.bitmap_in_index.is_some()
-                        }) {
-                            found.direct = Some(candidate);
-                        }
+                    // the btree whose layout carries the bitmap, if any
+                    let candidate = walk.then(|| walk_layout(index, oid, cols)).flatten();
+                    if let Some(candidate) = candidate.filter(|c| {
+                        found.direct.is_none_or(|b| {
+                            b.bitmap_in_index.is_none() && c.bitmap_in_index.is_some()
+                        })
+                    }) {
+                        found.direct = Some(candidate);
                     }
                 }
             }
@@ -158,6 +141,33 @@ pub unsafe fn indexes(relid: Oid) -> Indexes {
         found.keys = keys_index.is_some();
         found.direct = found.direct.map(|b| Layout { keys_index, ..b });
         found
+    }
+}
+
+/// The direct walk's layout through `index` (valid, non-partial, with
+/// relation id `oid`), when it is a btree led by the tenant's and the id's
+/// columns (`cols`), both in text's own order.
+///
+/// # Safety
+/// `index` is open.
+unsafe fn walk_layout(index: pg_sys::Relation, oid: Oid, cols: SearchColumns) -> Option<Layout> {
+    let ((org, org_collation), (id, id_collation), attrs, bitmap) = cols;
+    // SAFETY: as the caller's; the key array is read within its length.
+    unsafe {
+        let form = &*(*index).rd_index;
+        let keys = form.indkey.values.as_slice(form.indnatts as usize);
+        is_pagination_index(index, [(org, org_collation), (id, id_collation)]).then(|| Layout {
+            index: oid,
+            id_desc: *(*index).rd_indoption.add(1) as u32 & pg_sys::INDOPTION_DESC != 0,
+            bitmap_in_index: keys.iter().position(|&k| k == bitmap),
+            org,
+            id,
+            attrs,
+            bitmap,
+            org_collation,
+            id_collation,
+            keys_index: None,
+        })
     }
 }
 
@@ -218,6 +228,27 @@ unsafe fn walkable(rel: pg_sys::Relation) -> bool {
         form.relkind == pg_sys::RELKIND_RELATION as std::ffi::c_char
             && form.relam == pg_sys::HEAP_TABLE_AM_OID
             && !form.relhassubclass
+    }
+}
+
+/// Whether `index` (open) is a btree led by the tenant's and the id's
+/// columns (`columns`: each one's number and collation), both in text's
+/// own order: an index that serves `ORDER BY id` within a tenant.
+///
+/// # Safety
+/// `index` is open.
+pub unsafe fn is_pagination_index(
+    index: pg_sys::Relation,
+    columns: [(AttrNumber, Oid); 2],
+) -> bool {
+    // SAFETY: as the caller's; the key array is read within its length.
+    unsafe {
+        let form = &*(*index).rd_index;
+        let keys = form.indkey.values.as_slice(form.indnkeyatts as usize);
+        (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
+            && keys.len() >= 2
+            && keys[..2] == [columns[0].0, columns[1].0]
+            && text_ordered(index, [columns[0].1, columns[1].1])
     }
 }
 

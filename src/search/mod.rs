@@ -69,10 +69,12 @@ pub use args::Args;
 use args::{checked_args, same_columns_as_planned};
 pub use call::Ascending;
 pub use indexes::register_callbacks;
+pub use layout::is_pagination_index;
 use page::Page;
 pub use partitions::{merges_children, planned_tree};
 pub use reader::{plain_read_as, reads_whole_rows, ReadAs};
 use spi::cstr_owned;
+use statements::Stmt;
 
 crate::datum::finfo_v1!(pg_finfo_alerts_search);
 crate::datum::finfo_v1!(pg_finfo_alerts_search_wire);
@@ -124,7 +126,10 @@ pub unsafe fn rows_with_id(
             let statements = &mut table.value.as_mut().expect("prepared").statements;
             let partitioned = pg_sys::get_rel_relkind(relid)
                 == pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char;
-            page.add(spi::execute(statements.with_id(partitioned), &[org, id]));
+            page.add(spi::execute(
+                statements.plan(Stmt::WithId(partitioned)),
+                &[org, id],
+            ));
             if let Some(pinned) = pinned {
                 partitions::unchanged(relid, pinned);
             }

@@ -140,7 +140,7 @@ unsafe fn by_keys(
                 .map(|c| crate::keys::int8_array(&clause_keys(&tenant, start, end, c)))
                 .collect();
             if !walker.keys_range(&arrays, range_floor, upper, page) {
-                let plan = st.keys(arrays.len());
+                let plan = st.plan(Stmt::Keys(arrays.len()));
                 let mut args = vec![
                     call.org,
                     range_floor,

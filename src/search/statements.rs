@@ -7,8 +7,6 @@
 //! and `session.rs` drops them when its name changes. Which indexes the
 //! table has is in `indexes.rs`.
 
-use std::collections::HashMap;
-
 use pgrx::pg_sys::{self, Datum, Oid};
 
 use super::indexes::IndexCache;
@@ -26,7 +24,7 @@ const INT8: Oid = pg_sys::INT8OID;
 /// Parameters, where present: `$1` tenant, `$2` the window's floor
 /// (smallest id), `$3` the cursor (ids below it), `$4` the filter, `$5`
 /// rows wanted.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Stmt {
     /// One chunk of the walk: the newest `$6` index entries below the
     /// cursor (and the rest of the last one's id), bloom-tested from the
@@ -56,20 +54,27 @@ pub enum Stmt {
     /// The newest and the oldest entry of a tenant's window.
     Newest,
     Oldest,
+    /// The rows of a filter of this many keys through the tenant-keys
+    /// index: `$6..` are the keys each clause looks up
+    /// (`alerts_core::keys::clause_keys`), the last parameter the column
+    /// filter. As in the GIN statement, the tenant and window conditions
+    /// are out of the btrees' reach, so the plan is the bitmap scan of the
+    /// keys index.
+    Keys(usize),
+    /// Every row of tenant `$1` whose id is `$2`, of this table alone (not
+    /// its inheritance children; of every partition when the table is
+    /// partitioned, true), unfiltered: where a custom scan's page ends
+    /// among rows sharing its last id, it reads them all with this (only
+    /// tables whose ids may repeat have them).
+    WithId(bool),
 }
-
-const KINDS: usize = 8;
 
 /// Prepared statements of one table, and which indexes it has.
 pub struct Statements {
-    plans: [Option<pg_sys::SPIPlanPtr>; KINDS],
+    /// The statements prepared so far (a few), each kept.
+    plans: Vec<(Stmt, pg_sys::SPIPlanPtr)>,
     /// Which indexes the table has, per relcache epoch.
     pub indexes: IndexCache,
-    /// Tenant-key statements by the filter's number of keys.
-    keys: HashMap<usize, pg_sys::SPIPlanPtr>,
-    /// Every row of a tenant `$1` whose id is `$2`, unfiltered (prepared
-    /// on first use: see [`Statements::with_id`]).
-    with_id: Option<pg_sys::SPIPlanPtr>,
     /// The table read and the table whose rows are returned.
     relid: Oid,
     rows_of: Oid,
@@ -93,10 +98,8 @@ impl Statements {
     /// `relid` is). None is prepared yet.
     pub fn new(relid: Oid, rows_of: Oid) -> Statements {
         Statements {
-            plans: [None; KINDS],
+            plans: Vec::new(),
             indexes: IndexCache::default(),
-            keys: HashMap::new(),
-            with_id: None,
             relid,
             rows_of,
             names: None,
@@ -128,7 +131,7 @@ impl Statements {
     /// # Safety
     /// Inside a search (`spi::in_search`) or with SPI connected.
     pub unsafe fn plan(&mut self, which: Stmt) -> pg_sys::SPIPlanPtr {
-        if let Some(p) = self.plans[which as usize] {
+        if let Some(&(_, p)) = self.plans.iter().find(|(s, _)| *s == which) {
             return p;
         }
         // SAFETY: as the caller's.
@@ -143,7 +146,7 @@ impl Statements {
             keep(&[plan]);
             plan
         };
-        self.plans[which as usize] = Some(plan);
+        self.plans.push((which, plan));
         plan
     }
 }
@@ -280,93 +283,46 @@ fn sql(names: &Names, which: Stmt) -> (String, Vec<Oid>, bool) {
             ),
             Stmt::Newest => (end("DESC"), vec![TEXT, TEXT, TEXT], false),
             Stmt::Oldest => (end("ASC"), vec![TEXT, TEXT, TEXT], false),
+            Stmt::Keys(n) => {
+                let pred: Vec<String> = (0..n)
+                    .map(|i| {
+                        format!(
+                            "{s}.alerts_keys(a.organisation_id, a.id, a.attribute_values) OPERATOR(pg_catalog.&&) ${}",
+                            6 + i
+                        )
+                    })
+                    .collect();
+                let mut types = vec![TEXT, TEXT, TEXT, JSONB, INT8];
+                types.resize(5 + n, pg_sys::INT8ARRAYOID);
+                types.push(JSONB);
+                (
+                    format!(
+                        "SELECT {row} AS r FROM {t} a WHERE {} AND {} ORDER BY a.id DESC LIMIT $5",
+                        pred.join(" AND "),
+                        unindexed_window(s, 6 + n)
+                    ),
+                    types,
+                    true,
+                )
+            }
+            Stmt::WithId(partitioned) => (
+                format!(
+                    "SELECT {row} AS r FROM {} {t} a WHERE a.organisation_id = $1 AND a.id = $2",
+                    if partitioned { "" } else { "ONLY" }
+                ),
+                vec![TEXT, TEXT],
+                false,
+            ),
         }
 }
 
 impl Statements {
-    /// The tenant-key statement for filters of `n` keys: `$6..` are the keys
-    /// each clause looks up (`alerts_core::keys::clause_keys`), the last
-    /// parameter the column filter. As in the
-    /// GIN statement, the tenant and window conditions are out of the
-    /// btrees' reach, so the plan is the bitmap scan of the keys index.
-    ///
-    /// # Safety
-    /// SPI must be connected.
-    pub unsafe fn keys(&mut self, n: usize) -> pg_sys::SPIPlanPtr {
-        if let Some(p) = self.keys.get(&n) {
-            return *p;
-        }
-        // SAFETY: as the caller's.
-        let Names {
-            table: t,
-            schema: s,
-            row,
-        } = unsafe { self.names() };
-        let pred: Vec<String> = (0..n)
-            .map(|i| {
-                format!(
-                    "{s}.alerts_keys(a.organisation_id, a.id, a.attribute_values) OPERATOR(pg_catalog.&&) ${}",
-                    6 + i
-                )
-            })
-            .collect();
-        let mut types = vec![TEXT, TEXT, TEXT, JSONB, INT8];
-        types.resize(5 + n, pg_sys::INT8ARRAYOID);
-        types.push(JSONB);
-        // SAFETY: SPI is connected by the caller.
-        let plan = unsafe {
-            prepare_generic(
-                &format!(
-                    "SELECT {row} AS r FROM {t} a WHERE {} AND {} ORDER BY a.id DESC LIMIT $5",
-                    pred.join(" AND "),
-                    unindexed_window(s, 6 + n)
-                ),
-                &types,
-            )
-        };
-        // SAFETY: prepared just now.
-        unsafe { keep(&[plan]) };
-        self.keys.insert(n, plan);
-        plan
-    }
-
-    /// Every row of tenant `$1` whose id is `$2`, of this table alone (not
-    /// its inheritance children; of every partition when `partitioned`),
-    /// unfiltered: where a custom scan's page ends among rows sharing its
-    /// last id, it reads them all with this. Prepared on the first page
-    /// that does (only tables whose ids may repeat have them), and kept.
-    ///
-    /// # Safety
-    /// SPI must be connected.
-    pub unsafe fn with_id(&mut self, partitioned: bool) -> pg_sys::SPIPlanPtr {
-        if let Some(p) = self.with_id {
-            return p;
-        }
-        // SAFETY: as the caller's.
-        let Names { table: t, row, .. } = unsafe { self.names() };
-        // SAFETY: SPI is connected by the caller; prepared just now.
-        let plan = unsafe {
-            let plan = prepare(
-                &format!(
-                    "SELECT {row} AS r FROM {} {t} a WHERE a.organisation_id = $1 AND a.id = $2",
-                    if partitioned { "" } else { "ONLY" }
-                ),
-                &[TEXT, TEXT],
-            );
-            keep(&[plan]);
-            plan
-        };
-        self.with_id = Some(plan);
-        plan
-    }
-
     /// Frees the kept statements.
     ///
     /// # Safety
     /// None of them is running.
     pub unsafe fn free(self) {
-        let later = self.keys.into_values().chain(self.with_id);
-        for plan in self.plans.into_iter().flatten().chain(later) {
+        for (_, plan) in self.plans {
             // SAFETY: as the caller's; each plan is kept and freed once.
             unsafe { pg_sys::SPI_freeplan(plan) };
         }
