@@ -154,6 +154,19 @@ impl Statements {
 /// Statement `which`'s text, its parameter types, and whether it always
 /// runs its generic plan.
 fn sql(names: &Names, which: Stmt) -> (String, Vec<Oid>, bool) {
+    match which {
+        Stmt::Walk | Stmt::Above | Stmt::Rest | Stmt::Newest | Stmt::Oldest => {
+            walk_sql(names, which)
+        }
+        Stmt::Gin | Stmt::GinOldest | Stmt::OldestPage | Stmt::Keys(_) | Stmt::WithId(_) => {
+            index_sql(names, which)
+        }
+    }
+}
+
+/// The walk's statements: along the pagination index, each candidate's
+/// row read by tenant and id and checked exactly.
+fn walk_sql(names: &Names, which: Stmt) -> (String, Vec<Oid>, bool) {
     let (t, s, row) = (&names.table, &names.schema, &names.row);
     // The window, plus a redundant row comparison on
     // (organisation_id, id) that only an index led by both columns
@@ -186,105 +199,123 @@ fn sql(names: &Names, which: Stmt) -> (String, Vec<Oid>, bool) {
         format!("SELECT c.id FROM {t} c WHERE c.organisation_id = $1 AND {window} ORDER BY c.id {order} LIMIT 1")
     };
     match which {
-            // A chunk ends on a whole id (`WITH TIES`: the entries of an id
-            // that repeats, or of a row's old and new version, are never
-            // split between two chunks, since the next reads strictly below
-            // this one), and each id is looked up once (`DISTINCT`: the
-            // lookup returns every row of it). The probe runs above the
-            // chunk's LIMIT, on its entries and no others, so its count and
-            // smallest id are the chunk's.
-            Stmt::Walk => (
-                format!(
-                    "SELECT x.r FROM (SELECT DISTINCT e.id FROM (SELECT c.id, c.attribute_values_bitmap AS b
-                                                              FROM {t} c
-                                                              WHERE c.organisation_id = $1 AND {window}
-                                                              ORDER BY c.id DESC FETCH FIRST $6 ROWS WITH TIES) e
-                                      WHERE {s}.alerts_search_probe(e.id, e.b, $4)
-                                      ORDER BY e.id DESC) k
-                     {}
-                     ORDER BY k.id DESC LIMIT $5",
-                    recheck(7)
-                ),
-                vec![TEXT, TEXT, TEXT, JSONB, INT8, INT8, JSONB],
-                false,
+        // A chunk ends on a whole id (`WITH TIES`: the entries of an id
+        // that repeats, or of a row's old and new version, are never
+        // split between two chunks, since the next reads strictly below
+        // this one), and each id is looked up once (`DISTINCT`: the
+        // lookup returns every row of it). The probe runs above the
+        // chunk's LIMIT, on its entries and no others, so its count and
+        // smallest id are the chunk's.
+        Stmt::Walk => (
+            format!(
+                "SELECT x.r FROM (SELECT DISTINCT e.id FROM (SELECT c.id, c.attribute_values_bitmap AS b
+                                                          FROM {t} c
+                                                          WHERE c.organisation_id = $1 AND {window}
+                                                          ORDER BY c.id DESC FETCH FIRST $6 ROWS WITH TIES) e
+                                  WHERE {s}.alerts_search_probe(e.id, e.b, $4)
+                                  ORDER BY e.id DESC) k
+                 {}
+                 ORDER BY k.id DESC LIMIT $5",
+                recheck(7)
             ),
-            // `above` has no cursor: $3 is the filter, $4 the rows wanted,
-            // $5 the column filter.
-            Stmt::Above => (
-                format!(
-                    "SELECT x.r FROM (SELECT DISTINCT c.id FROM {t} c
-                                      WHERE c.organisation_id = $1 AND c.id >= $2 AND c.id >= '8'
-                                        AND {s}.alerts_search_probe(c.id, c.attribute_values_bitmap, $3)
-                                      ORDER BY c.id DESC) k
-                     CROSS JOIN LATERAL ({}) x
-                     ORDER BY k.id DESC LIMIT $4",
-                    lookup(3, 5)
-                ),
-                vec![TEXT, TEXT, JSONB, INT8, JSONB],
-                false,
+            vec![TEXT, TEXT, TEXT, JSONB, INT8, INT8, JSONB],
+            false,
+        ),
+        // `above` has no cursor: $3 is the filter, $4 the rows wanted,
+        // $5 the column filter.
+        Stmt::Above => (
+            format!(
+                "SELECT x.r FROM (SELECT DISTINCT c.id FROM {t} c
+                                  WHERE c.organisation_id = $1 AND c.id >= $2 AND c.id >= '8'
+                                    AND {s}.alerts_search_probe(c.id, c.attribute_values_bitmap, $3)
+                                  ORDER BY c.id DESC) k
+                 CROSS JOIN LATERAL ({}) x
+                 ORDER BY k.id DESC LIMIT $4",
+                lookup(3, 5)
             ),
-            Stmt::Rest => (
-                format!(
-                    "SELECT x.r FROM (SELECT DISTINCT c.id FROM {t} c
-                                      WHERE c.organisation_id = $1 AND {window} AND {probe}
-                                      ORDER BY c.id DESC) k
-                     {}
-                     ORDER BY k.id DESC LIMIT $5",
-                    recheck(6)
-                ),
-                vec![TEXT, TEXT, TEXT, JSONB, INT8, JSONB],
-                false,
+            vec![TEXT, TEXT, JSONB, INT8, JSONB],
+            false,
+        ),
+        Stmt::Rest => (
+            format!(
+                "SELECT x.r FROM (SELECT DISTINCT c.id FROM {t} c
+                                  WHERE c.organisation_id = $1 AND {window} AND {probe}
+                                  ORDER BY c.id DESC) k
+                 {}
+                 ORDER BY k.id DESC LIMIT $5",
+                recheck(6)
             ),
-            // The tenant and window conditions are written so that no
-            // btree can serve them (`|| ''`): the only plans left are this
-            // bitmap scan of the candidates (sorted, limited) and a
-            // sequential scan, which the planner never prefers for `@@` (a
-            // fixed 0.1% estimate), so the plan cache may keep one generic
-            // plan. Left to itself with plain conditions the planner sees
-            // the LIMIT and walks the pagination index through the whole
-            // window instead (50 ms against 1.5 ms on the 1M-alert
-            // tenant). It runs only once a walk has shown the filter to be
-            // rare.
-            Stmt::Gin => (
-                format!(
-                    "SELECT {row} AS r FROM {t} a
+            vec![TEXT, TEXT, TEXT, JSONB, INT8, JSONB],
+            false,
+        ),
+        Stmt::Newest => (end("DESC"), vec![TEXT, TEXT, TEXT], false),
+        Stmt::Oldest => (end("ASC"), vec![TEXT, TEXT, TEXT], false),
+        _ => unreachable!("sql() sends the walk's statements only"),
+    }
+}
+
+/// The statements of the index paths: GIN, the tenant keys, the planned
+/// oldest-first page and the rows of one id.
+fn index_sql(names: &Names, which: Stmt) -> (String, Vec<Oid>, bool) {
+    let (t, s, row) = (&names.table, &names.schema, &names.row);
+    match which {
+        // The tenant and window conditions are written so that no
+        // btree can serve them (`|| ''`): the only plans left are this
+        // bitmap scan of the candidates (sorted, limited) and a
+        // sequential scan, which the planner never prefers for `@@` (a
+        // fixed 0.1% estimate), so the plan cache may keep one generic
+        // plan. Left to itself with plain conditions the planner sees
+        // the LIMIT and walks the pagination index through the whole
+        // window instead (50 ms against 1.5 ms on the 1M-alert
+        // tenant). It runs only once a walk has shown the filter to be
+        // rare.
+        Stmt::Gin => (
+            format!(
+                "SELECT {row} AS r FROM {t} a
                      WHERE a.attribute_values @@ $6 AND {}
                      ORDER BY a.id DESC LIMIT $5",
-                    unindexed_window(s, 7)
-                ),
-                vec![TEXT, TEXT, TEXT, JSONB, INT8, pg_sys::JSONPATHOID, JSONB],
-                true,
+                unindexed_window(s, 7)
             ),
-            Stmt::GinOldest => (
-                format!(
-                    "SELECT {row} AS r FROM {t} a
+            vec![TEXT, TEXT, TEXT, JSONB, INT8, pg_sys::JSONPATHOID, JSONB],
+            true,
+        ),
+        Stmt::GinOldest => (
+            format!(
+                "SELECT {row} AS r FROM {t} a
                      WHERE a.attribute_values @@ $6
                        AND a.organisation_id || '' = $1
                        AND (a.id || '' > $2 OR (NOT $3 AND a.id || '' = $2))
                        AND ($7::text IS NULL OR a.id || '' < $7)
                        AND {}
                      ORDER BY a.id ASC LIMIT $5",
-                    exact(s, 4, 8)
-                ),
-                vec![TEXT, TEXT, pg_sys::BOOLOID, JSONB, INT8, pg_sys::JSONPATHOID, TEXT, JSONB],
-                true,
+                exact(s, 4, 8)
             ),
-            Stmt::OldestPage => (
-                format!(
-                    "SELECT {row} AS r FROM {t} a
+            vec![
+                TEXT,
+                TEXT,
+                pg_sys::BOOLOID,
+                JSONB,
+                INT8,
+                pg_sys::JSONPATHOID,
+                TEXT,
+                JSONB,
+            ],
+            true,
+        ),
+        Stmt::OldestPage => (
+            format!(
+                "SELECT {row} AS r FROM {t} a
                      WHERE a.organisation_id = $1 AND a.id >= $2 AND (NOT $3 OR a.id > $2)
                        AND ($6::text IS NULL OR a.id < $6)
                        AND {}
                      ORDER BY a.id ASC LIMIT $5",
-                    exact(s, 4, 7)
-                ),
-                vec![TEXT, TEXT, pg_sys::BOOLOID, JSONB, INT8, TEXT, JSONB],
-                false,
+                exact(s, 4, 7)
             ),
-            Stmt::Newest => (end("DESC"), vec![TEXT, TEXT, TEXT], false),
-            Stmt::Oldest => (end("ASC"), vec![TEXT, TEXT, TEXT], false),
-            Stmt::Keys(n) => {
-                let pred: Vec<String> = (0..n)
+            vec![TEXT, TEXT, pg_sys::BOOLOID, JSONB, INT8, TEXT, JSONB],
+            false,
+        ),
+        Stmt::Keys(n) => {
+            let pred: Vec<String> = (0..n)
                     .map(|i| {
                         format!(
                             "{s}.alerts_keys(a.organisation_id, a.id, a.attribute_values) OPERATOR(pg_catalog.&&) ${}",
@@ -292,28 +323,29 @@ fn sql(names: &Names, which: Stmt) -> (String, Vec<Oid>, bool) {
                         )
                     })
                     .collect();
-                let mut types = vec![TEXT, TEXT, TEXT, JSONB, INT8];
-                types.resize(5 + n, pg_sys::INT8ARRAYOID);
-                types.push(JSONB);
-                (
-                    format!(
-                        "SELECT {row} AS r FROM {t} a WHERE {} AND {} ORDER BY a.id DESC LIMIT $5",
-                        pred.join(" AND "),
-                        unindexed_window(s, 6 + n)
-                    ),
-                    types,
-                    true,
-                )
-            }
-            Stmt::WithId(partitioned) => (
+            let mut types = vec![TEXT, TEXT, TEXT, JSONB, INT8];
+            types.resize(5 + n, pg_sys::INT8ARRAYOID);
+            types.push(JSONB);
+            (
                 format!(
-                    "SELECT {row} AS r FROM {} {t} a WHERE a.organisation_id = $1 AND a.id = $2",
-                    if partitioned { "" } else { "ONLY" }
+                    "SELECT {row} AS r FROM {t} a WHERE {} AND {} ORDER BY a.id DESC LIMIT $5",
+                    pred.join(" AND "),
+                    unindexed_window(s, 6 + n)
                 ),
-                vec![TEXT, TEXT],
-                false,
-            ),
+                types,
+                true,
+            )
         }
+        Stmt::WithId(partitioned) => (
+            format!(
+                "SELECT {row} AS r FROM {} {t} a WHERE a.organisation_id = $1 AND a.id = $2",
+                if partitioned { "" } else { "ONLY" }
+            ),
+            vec![TEXT, TEXT],
+            false,
+        ),
+        _ => unreachable!("sql() sends the index paths' statements only"),
+    }
 }
 
 impl Statements {
