@@ -208,6 +208,11 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'trigger (the default) backfills in batches with brief locks only; generated rewrites the whole table under an exclusive lock';
     END IF;
+    -- every argument is checked before the first DDL changes anything
+    IF batch_rows IS NULL OR batch_rows < 1 THEN
+        RAISE EXCEPTION 'alerts_enable: batch_rows must be at least 1, got %', coalesce(batch_rows::text, 'NULL')
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'the default, 10000 rows per committed batch, suits most tables';
+    END IF;
     IF lock_timeout_ms IS NULL OR lock_timeout_ms < 1 THEN
         RAISE EXCEPTION 'alerts_enable: lock_timeout_ms must be at least 1, got %', coalesce(lock_timeout_ms::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value', HINT = 'the default, 1000 ms, keeps writers waiting at most a second per attempt';
