@@ -17,6 +17,7 @@ mod filter_cache;
 mod heap;
 mod jsonb;
 mod keys;
+mod pg_list;
 mod planner;
 mod search;
 mod settings;

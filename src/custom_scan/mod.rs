@@ -7,6 +7,7 @@
 //! - `plan.rs`: the plan made of it (with the method tables);
 //! - `quals.rs`: which quals of the scan a search can use;
 //! - `table.rs`: what the planner learns of the scanned table;
+//! - `facts.rs`: what of it the catalogs say, kept per relcache epoch;
 //! - `shape.rs`: what a plan carries, shared by the planner and the executor;
 //! - `exec/`: the executor node, returning the search's pages row by row,
 //!   and EXPLAIN (with its method table);
@@ -17,6 +18,7 @@
 //! is on.
 
 mod exec;
+mod facts;
 mod path;
 mod plan;
 mod quals;

@@ -21,8 +21,8 @@ use pgrx::pg_sys;
 use super::quals::{self, Columns};
 use super::shape::Shape;
 use super::table::{
-    columns_of, has_pagination_index, ids_unique, merged_child, partitioned_of,
-    reads_system_columns, table_of, Partitioned,
+    has_pagination_index, ids_unique, merged_child, partitioned_of, reads_system_columns,
+    Partitioned,
 };
 
 static mut PREVIOUS: pg_sys::set_rel_pathlist_hook_type = None;
@@ -99,11 +99,13 @@ unsafe extern "C-unwind" fn upper_hook(
         }
         // The query's target, as Postgres' own ordered paths compute it
         // (the ordered rel's own target is not set).
-        let theirs = (*output_rel).pathlist;
-        if (*(*root).parse).hasTargetSRFs || pg_sys::list_length(theirs) == 0 {
+        if (*(*root).parse).hasTargetSRFs {
             return;
         }
-        let target = (*(pg_sys::list_nth(theirs, 0) as *mut pg_sys::Path)).pathtarget;
+        let Some(first) = crate::pg_list::nth::<pg_sys::Path>((*output_rel).pathlist, 0) else {
+            return;
+        };
+        let target = (*first).pathtarget;
         if let Some(path) = offer(root, input_rel, rti, rte, true) {
             // the node computes the target from the rows it reads
             // (`ExecScan` projects), with no Result above it
@@ -145,13 +147,14 @@ unsafe fn offer(
             || !((*rte).relkind == pg_sys::RELKIND_RELATION as std::ffi::c_char || whole)
             || (*parse).commandType != pg_sys::CmdType::CMD_SELECT
             || !(*root).rowMarks.is_null()
-            || pg_sys::list_length((*root).query_pathkeys) != 1
+            || crate::pg_list::len((*root).query_pathkeys) != 1
             || (*rel).baserestrictinfo.is_null()
         {
             return None;
         }
         let relid = (*rte).relid;
-        let cols = columns_of(relid)?;
+        let facts = super::facts::of(relid);
+        let cols = facts.cols?;
         let found = quals::usable((*rel).baserestrictinfo, rti, &cols);
         let org = found.org?;
         let ascending = id_order(root, rel, rti, &cols)?;
@@ -160,14 +163,13 @@ unsafe fn offer(
         // can be, or the query's own bounds on `id` refuse it.
         let id_bounded =
             !(found.lower.is_empty() && found.upper.is_empty() && found.upper_inclusive.is_empty());
-        let table = table_of(relid, cols.id);
         // Searched whole: newest first, its pagination index valid (every
         // partition has one), every partition kept a heap table.
         let parts = if whole {
             if ascending {
                 return None;
             }
-            match partitioned_of(root, rel, relid, &cols) {
+            match partitioned_of(root, rel, relid) {
                 Some(p) if p.pagination_index && !p.leaves.is_empty() => Some(p),
                 _ => return None,
             }
@@ -175,8 +177,8 @@ unsafe fn offer(
             None
         };
         if found.filters.is_empty()
-            || !(parts.is_some() || table.heap_without_children)
-            || !(id_bounded || table.id_not_null)
+            || !(parts.is_some() || facts.heap_without_children)
+            || !(id_bounded || facts.id_not_null)
             || !(parts.is_some() || has_pagination_index(rel, &cols))
             || reads_system_columns(rel, rti)
             || crate::search::is_distributed(relid)
@@ -320,7 +322,7 @@ unsafe fn id_order(
 ) -> Option<bool> {
     // SAFETY: planner structures, read.
     unsafe {
-        let pathkey = pg_sys::list_nth((*root).query_pathkeys, 0) as *mut pg_sys::PathKey;
+        let pathkey = crate::pg_list::nth::<pg_sys::PathKey>((*root).query_pathkeys, 0)?;
         let ec = (*pathkey).pk_eclass;
         if (*pathkey).pk_opfamily != pg_sys::TEXT_BTREE_FAM_OID
             || (*ec).ec_collation != cols.id_collation

@@ -33,18 +33,22 @@ unsafe extern "C-unwind" fn plan(
 ) -> *mut pg_sys::Plan {
     // SAFETY: planner nodes; the plan is built in the planner's memory.
     unsafe {
-        let private = (*best_path).custom_private;
-        let exprs = pg_sys::list_nth(private, 0) as *mut pg_sys::List;
-        let ints = pg_sys::list_nth(private, 1) as *mut pg_sys::List;
+        // what the offer put there (path.rs)
+        let [exprs, ints, guaranteed] = crate::pg_list::cells((*best_path).custom_private) else {
+            panic!("the path's custom_private holds three lists");
+        };
+        let (exprs, ints, guaranteed): (*mut pg_sys::List, *mut pg_sys::List, *mut pg_sys::List) = (
+            exprs.ptr_value.cast(),
+            ints.ptr_value.cast(),
+            guaranteed.ptr_value.cast(),
+        );
         let cscan =
             pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomScan>()) as *mut pg_sys::CustomScan;
         (*cscan).scan.plan.type_ = pg_sys::NodeTag::T_CustomScan;
         (*cscan).scan.plan.targetlist = tlist;
         // every qual but those the search holds exactly (quals.rs)
-        let guaranteed = pg_sys::list_nth(private, 2) as *mut pg_sys::List;
         let mut qual: *mut pg_sys::List = std::ptr::null_mut();
-        for i in 0..pg_sys::list_length(clauses) {
-            let rinfo = pg_sys::list_nth(clauses, i) as *mut pg_sys::RestrictInfo;
+        for rinfo in crate::pg_list::ptrs::<pg_sys::RestrictInfo>(clauses) {
             if !(*rinfo).pseudoconstant && !pg_sys::list_member_ptr(guaranteed, rinfo.cast()) {
                 qual = pg_sys::lappend(qual, (*rinfo).clause.cast());
             }

@@ -15,6 +15,8 @@
 
 use pgrx::pg_sys::{self, AttrNumber, Oid};
 
+use crate::pg_list;
+
 /// `text = text`, `<`, `<=`, `>`, `>=`; `jsonb @> jsonb`, `<@`.
 const TEXT_EQ: u32 = 98;
 const TEXT_LT: u32 = 664;
@@ -124,8 +126,7 @@ pub unsafe fn usable(clauses: *mut pg_sys::List, varno: u32, cols: &Columns) -> 
     };
     // SAFETY: planner nodes, read only.
     unsafe {
-        for i in 0..pg_sys::list_length(clauses) {
-            let rinfo = pg_sys::list_nth(clauses, i) as *mut pg_sys::RestrictInfo;
+        for rinfo in pg_list::ptrs::<pg_sys::RestrictInfo>(clauses) {
             if (*rinfo).pseudoconstant {
                 continue;
             }
@@ -151,26 +152,19 @@ pub unsafe fn usable(clauses: *mut pg_sys::List, varno: u32, cols: &Columns) -> 
                     // containments OR'ed, every one of them
                     let b = clause as *mut pg_sys::BoolExpr;
                     if (*b).boolop == pg_sys::BoolExprType::OR_EXPR {
-                        let args = (*b).args;
-                        let values: Vec<_> = (0..pg_sys::list_length(args))
-                            .map_while(|i| {
-                                containment(
-                                    pg_sys::list_nth(args, i) as *mut pg_sys::Node,
-                                    varno,
-                                    cols,
-                                )
-                            })
+                        let args = pg_list::ptrs::<pg_sys::Node>((*b).args);
+                        let n = args.len();
+                        let values: Vec<_> = args
+                            .map_while(|arg| containment(arg, varno, cols))
                             .collect();
-                        if values.len() >= 2 && values.len() == pg_sys::list_length(args) as usize {
+                        if values.len() >= 2 && values.len() == n {
                             found.filters.push((Kind::AnyOf(values.len()), values));
                         }
                     }
                 }
                 pg_sys::NodeTag::T_ScalarArrayOpExpr => {
                     let op = clause as *mut pg_sys::ScalarArrayOpExpr;
-                    if (*op).useOr && pg_sys::list_length((*op).args) == 2 {
-                        let column = pg_sys::list_nth((*op).args, 0) as *mut pg_sys::Node;
-                        let value = pg_sys::list_nth((*op).args, 1) as *mut pg_sys::Node;
+                    if let (true, Some((column, value))) = ((*op).useOr, two((*op).args)) {
                         if let Some(attno) =
                             equality_column(column, varno, cols, (*op).opno, (*op).inputcollid)
                         {
@@ -186,16 +180,11 @@ pub unsafe fn usable(clauses: *mut pg_sys::List, varno: u32, cols: &Columns) -> 
                 }
                 pg_sys::NodeTag::T_FuncExpr => {
                     let f = clause as *mut pg_sys::FuncExpr;
-                    if pg_sys::list_length((*f).args) == 2
-                        && is_attrs_match((*f).funcid)
-                        && is_column(
-                            pg_sys::list_nth((*f).args, 0) as *mut pg_sys::Node,
-                            varno,
-                            cols.attrs,
-                        )
-                    {
-                        let value = pg_sys::list_nth((*f).args, 1) as *mut pg_sys::Node;
-                        if computable(value) {
+                    if let Some((column, value)) = two((*f).args) {
+                        if is_attrs_match((*f).funcid)
+                            && is_column(column, varno, cols.attrs)
+                            && computable(value)
+                        {
                             found
                                 .filters
                                 .push((Kind::Filter, vec![value as *mut pg_sys::Expr]));
@@ -219,11 +208,9 @@ unsafe fn operator(
 ) -> bool {
     // SAFETY: a planner node, read only.
     unsafe {
-        if pg_sys::list_length((*op).args) != 2 {
+        let Some((a, b)) = two((*op).args) else {
             return false;
-        }
-        let a = pg_sys::list_nth((*op).args, 0) as *mut pg_sys::Node;
-        let b = pg_sys::list_nth((*op).args, 1) as *mut pg_sys::Node;
+        };
         let opno = u32::from((*op).opno);
         let collation = (*op).inputcollid;
         // (column on the left, value, operator as if the column were left)
@@ -282,14 +269,24 @@ unsafe fn containment(
             return None;
         }
         let op = node as *mut pg_sys::OpExpr;
-        if pg_sys::list_length((*op).args) != 2 {
-            return None;
-        }
-        let a = pg_sys::list_nth((*op).args, 0) as *mut pg_sys::Node;
-        let b = pg_sys::list_nth((*op).args, 1) as *mut pg_sys::Node;
+        let (a, b) = two((*op).args)?;
         match u32::from((*op).opno) {
             JSONB_CONTAINS if is_column(a, varno, cols.attrs) && computable(b) => Some(b.cast()),
             JSONB_CONTAINED if is_column(b, varno, cols.attrs) && computable(a) => Some(a.cast()),
+            _ => None,
+        }
+    }
+}
+
+/// The two arguments of an operator or function, when it has two.
+///
+/// # Safety
+/// `args` is a planner node's list of arguments.
+unsafe fn two(args: *mut pg_sys::List) -> Option<(*mut pg_sys::Node, *mut pg_sys::Node)> {
+    // SAFETY: as the caller's.
+    unsafe {
+        match pg_list::cells(args) {
+            [a, b] => Some((a.ptr_value.cast(), b.ptr_value.cast())),
             _ => None,
         }
     }

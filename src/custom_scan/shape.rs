@@ -8,6 +8,7 @@
 use pgrx::pg_sys::{self, AttrNumber};
 
 use super::quals::Kind;
+use crate::pg_list;
 
 /// The node's name in plans: `Custom Scan (AlertsSearch)`.
 pub const NAME: &std::ffi::CStr = c"AlertsSearch";
@@ -86,16 +87,13 @@ impl Shape {
         }
     }
 
-    /// The shape as a list of `Integer` nodes, for `custom_private`.
+    /// The shape as an integer list (`IntList`), for `custom_private`.
     ///
     /// # Safety
     /// In a transaction; the list is made in the current memory.
     pub unsafe fn to_list(&self) -> *mut pg_sys::List {
-        let ints = self.to_ints().into_iter();
         // SAFETY: as the caller's.
-        ints.fold(std::ptr::null_mut(), |l, i| unsafe {
-            pg_sys::lappend(l, pg_sys::makeInteger(i).cast())
-        })
+        unsafe { pg_list::int_list(&self.to_ints()) }
     }
 
     /// A plan's `custom_private`: the shape, and the partitions a
@@ -107,8 +105,7 @@ impl Shape {
     pub unsafe fn to_private(&self, tree: Option<&[pg_sys::Oid]>) -> *mut pg_sys::List {
         // SAFETY: as the caller's.
         unsafe {
-            let oids = tree.unwrap_or_default().iter();
-            let oids = oids.fold(std::ptr::null_mut(), |l, &o| pg_sys::lappend_oid(l, o));
+            let oids = pg_list::oid_list(tree.unwrap_or_default());
             pg_sys::lappend(
                 pg_sys::lappend(std::ptr::null_mut(), self.to_list().cast()),
                 oids.cast(),
@@ -123,13 +120,14 @@ impl Shape {
     pub unsafe fn from_private(list: *mut pg_sys::List) -> (Shape, Option<Vec<pg_sys::Oid>>) {
         // SAFETY: as the caller's.
         unsafe {
-            let shape = Shape::from_list(pg_sys::list_nth(list, 0).cast());
-            let oids = pg_sys::list_nth(list, 1) as *mut pg_sys::List;
-            let tree = shape.partitioned.then(|| {
-                (0..pg_sys::list_length(oids))
-                    .map(|i| pg_sys::list_nth_oid(oids, i))
-                    .collect()
-            });
+            let [ints, oids] = pg_list::cells(list) else {
+                panic!("a plan's custom_private holds two lists");
+            };
+            let shape = Shape::from_list(ints.ptr_value.cast());
+            let oids = pg_list::cells(oids.ptr_value.cast());
+            let tree = shape
+                .partitioned
+                .then(|| oids.iter().map(|c| c.oid_value).collect());
             (shape, tree)
         }
     }
@@ -140,11 +138,7 @@ impl Shape {
     /// `list` is such a list.
     pub unsafe fn from_list(list: *mut pg_sys::List) -> Shape {
         // SAFETY: as the caller's.
-        let ints: Vec<i32> = unsafe {
-            (0..pg_sys::list_length(list))
-                .map(|i| (*(pg_sys::list_nth(list, i) as *mut pg_sys::Integer)).ival)
-                .collect()
-        };
+        let ints: Vec<i32> = unsafe { pg_list::cells(list).iter().map(|c| c.int_value).collect() };
         Shape::from_ints(&ints)
     }
 }

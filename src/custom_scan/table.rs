@@ -41,32 +41,6 @@ pub unsafe fn columns_of(relid: Oid) -> Option<Columns> {
     }
 }
 
-/// What the offer needs of the table beyond its columns.
-pub struct Table {
-    /// A table of the heap access method (the search's walk fetches rows
-    /// through the heap's own functions) with no inheritance children. A
-    /// parent's own rows are one member of its inheritance expansion, and
-    /// a search of it would read the children too, which the Append reads
-    /// again: the path is not offered for it (its children get it each).
-    pub heap_without_children: bool,
-    /// Column `id` is `NOT NULL`.
-    pub id_not_null: bool,
-}
-
-pub unsafe fn table_of(relid: Oid, id: AttrNumber) -> Table {
-    // SAFETY: the planner holds a lock on the relation it plans.
-    unsafe {
-        let rel = pg_sys::relation_open(relid, pg_sys::NoLock as i32);
-        let form = &*(*rel).rd_rel;
-        let table = Table {
-            heap_without_children: form.relam == pg_sys::HEAP_TABLE_AM_OID && !form.relhassubclass,
-            id_not_null: crate::compat::attribute((*rel).rd_att, id as i32).attnotnull,
-        };
-        pg_sys::relation_close(rel, pg_sys::NoLock as i32);
-        table
-    }
-}
-
 /// The key columns of an index of the planner's list.
 unsafe fn index_keys<'a>(index: *const pg_sys::IndexOptInfo) -> &'a [i32] {
     // SAFETY: indexkeys has nkeycolumns entries.
@@ -116,11 +90,7 @@ pub unsafe fn ids_unique(rel: *mut pg_sys::RelOptInfo, cols: &Columns) -> bool {
 
 unsafe fn indexes(rel: *mut pg_sys::RelOptInfo) -> impl Iterator<Item = *mut pg_sys::IndexOptInfo> {
     // SAFETY: a list of IndexOptInfo pointers.
-    unsafe {
-        let list = (*rel).indexlist;
-        (0..pg_sys::list_length(list))
-            .map(move |i| pg_sys::list_nth(list, i) as *mut pg_sys::IndexOptInfo)
-    }
+    unsafe { crate::pg_list::ptrs((*rel).indexlist) }
 }
 
 /// Whether the query reads a system column (`ctid`, `tableoid`...) of the
@@ -130,9 +100,7 @@ pub unsafe fn reads_system_columns(rel: *mut pg_sys::RelOptInfo, rti: pg_sys::In
     unsafe {
         let mut attnos: *mut pg_sys::Bitmapset = std::ptr::null_mut();
         pg_sys::pull_varattnos((*(*rel).reltarget).exprs.cast(), rti, &mut attnos);
-        let clauses = (*rel).baserestrictinfo;
-        for i in 0..pg_sys::list_length(clauses) {
-            let rinfo = pg_sys::list_nth(clauses, i) as *mut pg_sys::RestrictInfo;
+        for rinfo in crate::pg_list::ptrs::<pg_sys::RestrictInfo>((*rel).baserestrictinfo) {
             pg_sys::pull_varattnos((*rinfo).clause.cast(), rti, &mut attnos);
         }
         // members are attno - FirstLowInvalidHeapAttributeNumber; the
@@ -162,7 +130,7 @@ pub unsafe fn merged_child(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::Rel
         }
         let parent = *(*root).simple_rte_array.add((*info).parent_relid as usize);
         (*parent).rtekind != pg_sys::RTEKind::RTE_RELATION
-            || crate::search::merges_children((*parent).relid)
+            || super::facts::of((*parent).relid).merges_children
     }
 }
 
@@ -191,41 +159,16 @@ pub unsafe fn partitioned_of(
     root: *mut pg_sys::PlannerInfo,
     rel: *mut pg_sys::RelOptInfo,
     relid: Oid,
-    cols: &Columns,
 ) -> Option<Partitioned> {
-    // SAFETY: as the caller's; indexes are opened under the lock planning
-    // takes and closed keeping it.
+    // SAFETY: as the caller's.
     unsafe {
+        let facts = super::facts::of(relid);
         let mut found = Partitioned {
-            pagination_index: false,
-            ids_unique: false,
+            pagination_index: facts.pagination_index,
+            ids_unique: facts.ids_unique,
             leaves: Vec::new(),
         };
-        if !kept_leaves(root, rel, cols.id, &mut found) {
-            return None;
-        }
-        let table = pg_sys::relation_open(relid, pg_sys::NoLock as i32);
-        let list = pg_sys::RelationGetIndexList(table);
-        for i in 0..pg_sys::list_length(list) {
-            let oid = (*pg_sys::list_nth_cell(list, i)).oid_value;
-            let index = pg_sys::relation_open(oid, pg_sys::AccessShareLock as i32);
-            let form = &*(*index).rd_index;
-            let keys = form.indkey.values.as_slice(form.indnkeyatts as usize);
-            let whole = form.indisvalid && pg_sys::RelationGetIndexPredicate(index).is_null();
-            found.pagination_index |= whole
-                && crate::search::is_pagination_index(
-                    index,
-                    [(cols.org, cols.org_collation), (cols.id, cols.id_collation)],
-                );
-            found.ids_unique |= whole
-                && form.indisunique
-                && form.indimmediate
-                && keys.contains(&cols.id)
-                && keys.iter().all(|&k| k == cols.id || k == cols.org);
-            pg_sys::relation_close(index, pg_sys::NoLock as i32);
-        }
-        pg_sys::relation_close(table, pg_sys::NoLock as i32);
-        Some(found)
+        kept_leaves(root, rel, &mut found).then_some(found)
     }
 }
 
@@ -237,7 +180,6 @@ pub unsafe fn partitioned_of(
 unsafe fn kept_leaves(
     root: *mut pg_sys::PlannerInfo,
     rel: *mut pg_sys::RelOptInfo,
-    id: AttrNumber,
     found: &mut Partitioned,
 ) -> bool {
     // SAFETY: part_rels has nparts entries, NULL for partitions pruned.
@@ -251,17 +193,15 @@ unsafe fn kept_leaves(
                 continue;
             }
             if (*child).nparts > 0 {
-                if !kept_leaves(root, child, id, found) {
+                if !kept_leaves(root, child, found) {
                     return false;
                 }
                 continue;
             }
             let rte = *(*root).simple_rte_array.add((*child).relid as usize);
-            if !table_of((*rte).relid, id).heap_without_children {
-                return false;
-            }
+            let facts = super::facts::of((*rte).relid);
             // the tenant's equality and the id bounds, as this leaf has them
-            let Some(cols) = columns_of((*rte).relid) else {
+            let (true, Some(cols)) = (facts.heap_without_children, facts.cols) else {
                 return false;
             };
             let window = super::quals::usable((*child).baserestrictinfo, (*child).relid, &cols);

@@ -68,7 +68,7 @@ use crate::datum::error;
 pub use args::Args;
 use args::{checked_args, same_columns_as_planned};
 pub use call::Ascending;
-pub use indexes::register_callbacks;
+pub use indexes::{register_callbacks, relcache_epoch};
 pub use layout::is_pagination_index;
 use page::Page;
 pub use partitions::{merges_children, planned_tree};

@@ -67,6 +67,24 @@ SELECT shape, plain_same(q, 'ORG_C', '{"team": "T1"}', '01K') AS result FROM (VA
 ) s(shape, q);
 DROP TABLE nid;
 
+-- What the planner reads of a table in the catalogs is kept per relcache
+-- epoch: DDL in the same session is seen by the next plan. Here id loses
+-- NOT NULL and a row without an id comes in: the node, which never returns
+-- it, is no longer offered without a bound on id.
+CREATE TABLE nn (LIKE alerts INCLUDING DEFAULTS);
+INSERT INTO nn SELECT * FROM alerts WHERE organisation_id = 'ORG_C' ORDER BY id LIMIT 500;
+CALL alerts_enable('nn');
+SELECT alerts_index_command('nn') \gexec
+ANALYZE nn;
+\set nn_q 'SELECT coalesce(id, ''NULL'') FROM nn WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 5'
+SELECT plain_same(:'nn_q', 'ORG_C', '{"team": "T1"}') AS before_alter;
+ALTER TABLE nn ALTER COLUMN id DROP NOT NULL;
+INSERT INTO nn (id, organisation_id, created_at, priority_id, attribute_values) VALUES (NULL, 'ORG_C', now(), 1, '{"team": "T1"}');
+SELECT plain_same(:'nn_q', 'ORG_C', '{"team": "T1"}') AS after_alter;
+SELECT (SELECT coalesce(id, 'NULL') FROM nn WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T1"}'
+        ORDER BY id DESC LIMIT 1) AS newest;
+DROP TABLE nn;
+
 -- Partitioned tables: one node searches the table whole (by created_at
 -- the search merges the partitions, by id it walks them in turn, newest
 -- range first); with alerts.custom_scan_partitioned off, the node on each

@@ -132,8 +132,8 @@ unsafe extern "C-unwind" fn begin(
         let cscan = (*node).ss.ps.plan as *mut pg_sys::CustomScan;
         let list = (*cscan).custom_exprs;
         let (shape, tree) = Shape::from_private((*cscan).custom_private);
-        let exprs = (0..pg_sys::list_length(list))
-            .map(|i| pg_sys::ExecInitExpr(pg_sys::list_nth(list, i).cast(), &mut (*node).ss.ps))
+        let exprs = crate::pg_list::ptrs::<pg_sys::Expr>(list)
+            .map(|e| pg_sys::ExecInitExpr(e, &mut (*node).ss.ps))
             .collect();
         let rel = (*node).ss.ss_currentRelation;
         let desc = (*rel).rd_att;

@@ -1,0 +1,115 @@
+//! What the offer reads of a table in the catalogs, kept per relcache
+//! epoch: the columns a search reads, the table's kind, whether `id` is
+//! `NOT NULL`, and of a partitioned table its own indexes and whether a
+//! plan merges its children. A statement sent with the simple protocol is
+//! planned on every call, and these reads were a fifth of the offer's
+//! cost; they change only by DDL, and DDL on a table (a column added,
+//! renamed or retyped, an index built, dropped or made valid, a partition
+//! attached) sends the relcache invalidation that starts a new epoch
+//! (`search::relcache_epoch`).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use pgrx::pg_sys::{self, Oid};
+
+use super::quals::Columns;
+use super::table::columns_of;
+
+/// One table's facts.
+#[derive(Clone, Copy)]
+pub struct Facts {
+    /// The columns a search reads, with the types it reads; None when the
+    /// table lacks one (nothing is offered).
+    pub cols: Option<Columns>,
+    /// A table of the heap access method with no inheritance children (see
+    /// `table::Table`).
+    pub heap_without_children: bool,
+    /// Column `id` is `NOT NULL`.
+    pub id_not_null: bool,
+    /// Of a partitioned table, from its own (partitioned) indexes: a valid
+    /// btree led by `(organisation_id, id)`, and a unique one on the ids
+    /// (see `table::Partitioned`).
+    pub pagination_index: bool,
+    pub ids_unique: bool,
+    /// A plan reads this table's children merged (`search::merges_children`).
+    pub merges_children: bool,
+}
+
+/// The facts read in the current epoch: a slot of the backend's state.
+#[derive(Default)]
+struct Known(RefCell<(u64, HashMap<Oid, Facts>)>);
+
+/// The facts of `relid`, read once per relcache epoch.
+///
+/// # Safety
+/// In a transaction; the planner holds a lock on `relid`.
+pub unsafe fn of(relid: Oid) -> Facts {
+    let epoch = crate::search::relcache_epoch();
+    let known = &crate::backend::slot::<Known>().0;
+    {
+        let k = known.borrow();
+        if let Some(&facts) = k.1.get(&relid).filter(|_| k.0 == epoch) {
+            return facts;
+        }
+    }
+    // SAFETY: as the caller's; no borrow is held while the catalogs are
+    // read (an ERROR there leaves the map as it was).
+    let facts = unsafe { read(relid) };
+    // Kept under the epoch read before: an invalidation accepted while
+    // reading makes them stale at once.
+    let mut k = known.borrow_mut();
+    if k.0 != epoch {
+        k.1.clear();
+        k.0 = epoch;
+    }
+    k.1.insert(relid, facts);
+    facts
+}
+
+/// # Safety
+/// As [`of`].
+unsafe fn read(relid: Oid) -> Facts {
+    // SAFETY: the planner holds a lock on the relation; its indexes are
+    // opened under AccessShareLock and closed keeping it.
+    unsafe {
+        let cols = columns_of(relid);
+        let rel = pg_sys::relation_open(relid, pg_sys::NoLock as i32);
+        let form = &*(*rel).rd_rel;
+        let mut facts = Facts {
+            cols,
+            heap_without_children: form.relam == pg_sys::HEAP_TABLE_AM_OID && !form.relhassubclass,
+            id_not_null: cols
+                .is_some_and(|c| crate::compat::attribute((*rel).rd_att, c.id as i32).attnotnull),
+            pagination_index: false,
+            ids_unique: false,
+            merges_children: crate::search::merges_children(relid),
+        };
+        if let (Some(cols), true) = (
+            cols,
+            form.relkind == pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char,
+        ) {
+            let list = pg_sys::RelationGetIndexList(rel);
+            for i in 0..pg_sys::list_length(list) {
+                let oid = (*pg_sys::list_nth_cell(list, i)).oid_value;
+                let index = pg_sys::relation_open(oid, pg_sys::AccessShareLock as i32);
+                let form = &*(*index).rd_index;
+                let keys = form.indkey.values.as_slice(form.indnkeyatts as usize);
+                let whole = form.indisvalid && pg_sys::RelationGetIndexPredicate(index).is_null();
+                facts.pagination_index |= whole
+                    && crate::search::is_pagination_index(
+                        index,
+                        [(cols.org, cols.org_collation), (cols.id, cols.id_collation)],
+                    );
+                facts.ids_unique |= whole
+                    && form.indisunique
+                    && form.indimmediate
+                    && keys.contains(&cols.id)
+                    && keys.iter().all(|&k| k == cols.id || k == cols.org);
+                pg_sys::relation_close(index, pg_sys::NoLock as i32);
+            }
+        }
+        pg_sys::relation_close(rel, pg_sys::NoLock as i32);
+        facts
+    }
+}
