@@ -13,6 +13,7 @@
 //! | compiled filters | `filter_cache` |
 //! | parsed column filters | `columns` |
 //! | filters implied by the custom scan's conditions | `custom_scan::exec::values` |
+//! | what the catalogs say of each table the custom scan is offered for | `custom_scan::facts` |
 //! | the relcache epoch every cache above is checked against | `search::indexes` |
 //!
 //! | scratch of the running call (set at its start) | owner |

@@ -13,8 +13,7 @@ use std::collections::HashMap;
 
 use pgrx::pg_sys::{self, Oid};
 
-use super::quals::Columns;
-use super::table::columns_of;
+use crate::search::Columns;
 
 /// One table's facts.
 #[derive(Clone, Copy)]
@@ -73,8 +72,8 @@ unsafe fn read(relid: Oid) -> Facts {
     // SAFETY: the planner holds a lock on the relation; its indexes are
     // opened under AccessShareLock and closed keeping it.
     unsafe {
-        let cols = columns_of(relid);
         let rel = pg_sys::relation_open(relid, pg_sys::NoLock as i32);
+        let cols = crate::search::columns((*rel).rd_att);
         let form = &*(*rel).rd_rel;
         let mut facts = Facts {
             cols,
@@ -96,11 +95,8 @@ unsafe fn read(relid: Oid) -> Facts {
                 let form = &*(*index).rd_index;
                 let keys = form.indkey.values.as_slice(form.indnkeyatts as usize);
                 let whole = form.indisvalid && pg_sys::RelationGetIndexPredicate(index).is_null();
-                facts.pagination_index |= whole
-                    && crate::search::is_pagination_index(
-                        index,
-                        [(cols.org, cols.org_collation), (cols.id, cols.id_collation)],
-                    );
+                facts.pagination_index |=
+                    whole && crate::search::is_pagination_index(index, cols.leading());
                 facts.ids_unique |= whole
                     && form.indisunique
                     && form.indimmediate

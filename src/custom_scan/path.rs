@@ -18,12 +18,13 @@
 use pgrx::pg_guard;
 use pgrx::pg_sys;
 
-use super::quals::{self, Columns};
+use super::quals;
 use super::shape::Shape;
 use super::table::{
     has_pagination_index, ids_unique, merged_child, partitioned_of, reads_system_columns,
     Partitioned,
 };
+use crate::search::Columns;
 
 static mut PREVIOUS: pg_sys::set_rel_pathlist_hook_type = None;
 static mut PREVIOUS_UPPER: pg_sys::create_upper_paths_hook_type = None;

@@ -16,6 +16,7 @@
 use pgrx::pg_sys::{self, AttrNumber, Oid};
 
 use crate::pg_list;
+use crate::search::Columns;
 
 /// `text = text`, `<`, `<=`, `>`, `>=`; `jsonb @> jsonb`, `<@`.
 const TEXT_EQ: u32 = 98;
@@ -27,17 +28,6 @@ const TEXT_LE: u32 = 665;
 const BYTEWISE_COLLATIONS: [u32; 2] = [950, 951];
 const JSONB_CONTAINS: u32 = 3246;
 const JSONB_CONTAINED: u32 = 3250;
-
-/// The table's columns the scan reads, with their collations.
-#[derive(Clone, Copy)]
-pub struct Columns {
-    pub org: AttrNumber,
-    pub id: AttrNumber,
-    pub attrs: AttrNumber,
-    pub bitmap: AttrNumber,
-    pub org_collation: Oid,
-    pub id_collation: Oid,
-}
 
 /// A condition on the attributes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -1,45 +1,12 @@
-//! What the planner learns of the scanned table for the offer: the
-//! columns a search reads, the table's kind, its pagination and unique
-//! indexes, the system columns the query reads, whether its parent's
-//! plan merges it with its siblings, and of a partitioned table searched
-//! whole, its indexes and kept leaves.
+//! What the planner learns of the scanned table for the offer, beside
+//! what the catalogs say of it (`facts.rs`): its pagination and unique
+//! indexes among the planner's, the system columns the query reads,
+//! whether its parent's plan merges it with its siblings, and of a
+//! partitioned table searched whole, its kept leaves.
 
-use pgrx::pg_sys::{self, AttrNumber, Oid};
+use pgrx::pg_sys::{self, Oid};
 
-use super::quals::Columns;
-
-/// The columns a search reads, when the table has them with the types it
-/// reads: text `organisation_id` and `id`, jsonb `attribute_values`, and a
-/// bitmap column.
-pub unsafe fn columns_of(relid: Oid) -> Option<Columns> {
-    // SAFETY: syscache lookups by relation and name.
-    unsafe {
-        let column = |name: &std::ffi::CStr, types: &[Oid]| -> Option<(AttrNumber, Oid)> {
-            let attno = pg_sys::get_attnum(relid, name.as_ptr());
-            if attno <= 0 {
-                return None;
-            }
-            let (mut ty, mut typmod, mut coll) = (Oid::INVALID, 0, Oid::INVALID);
-            pg_sys::get_atttypetypmodcoll(relid, attno, &mut ty, &mut typmod, &mut coll);
-            types.contains(&ty).then_some((attno, coll))
-        };
-        let (org, org_collation) = column(c"organisation_id", &[pg_sys::TEXTOID])?;
-        let (id, id_collation) = column(c"id", &[pg_sys::TEXTOID])?;
-        let (attrs, _) = column(c"attribute_values", &[pg_sys::JSONBOID])?;
-        let (bitmap, _) = column(
-            c"attribute_values_bitmap",
-            &[pg_sys::BITOID, pg_sys::VARBITOID],
-        )?;
-        Some(Columns {
-            org,
-            id,
-            attrs,
-            bitmap,
-            org_collation,
-            id_collation,
-        })
-    }
-}
+use crate::search::Columns;
 
 /// The key columns of an index of the planner's list.
 unsafe fn index_keys<'a>(index: *const pg_sys::IndexOptInfo) -> &'a [i32] {

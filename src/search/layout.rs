@@ -20,12 +20,7 @@ pub struct Layout {
     pub(super) id_desc: bool,
     /// The bitmap's position among the index's columns, when it has it.
     pub(super) bitmap_in_index: Option<usize>,
-    pub(super) org: AttrNumber,
-    pub(super) id: AttrNumber,
-    pub(super) attrs: AttrNumber,
-    pub(super) bitmap: AttrNumber,
-    pub(super) org_collation: Oid,
-    pub(super) id_collation: Oid,
+    pub(super) cols: Columns,
     /// The GIN index on `alerts_keys(organisation_id, id,
     /// attribute_values)`, when the table has one.
     pub(super) keys_index: Option<Oid>,
@@ -42,16 +37,8 @@ impl Layout {
             let form = &*(*index).rd_index;
             walkable(heap)
                 && form.indrelid == (*heap).rd_id
-                && form.indnkeyatts >= 2
-                && columns((*heap).rd_att)
-                    == Some((
-                        (self.org, self.org_collation),
-                        (self.id, self.id_collation),
-                        self.attrs,
-                        self.bitmap,
-                    ))
-                && form.indkey.values.as_slice(2) == [self.org, self.id]
-                && text_ordered(index, [self.org_collation, self.id_collation])
+                && columns((*heap).rd_att) == Some(self.cols)
+                && is_pagination_index(index, self.cols.leading())
         }
     }
 }
@@ -120,8 +107,8 @@ pub unsafe fn indexes(relid: Oid) -> Indexes {
                     && named(keys[0], "organisation_id")
                     && named(keys[1], "id")
                     && (0..2).all(|k| *(*index).rd_opfamily.add(k) == pg_sys::TEXT_BTREE_FAM_OID);
-                if let Some(cols @ ((org, _), (id, _), attrs, _)) = cols {
-                    if is_keys_index(index, [org, id, attrs]) {
+                if let Some(cols) = cols {
+                    if is_keys_index(index, [cols.org, cols.id, cols.attrs]) {
                         keys_index = Some(oid);
                     }
                     // the btree whose layout carries the bitmap, if any
@@ -150,22 +137,16 @@ pub unsafe fn indexes(relid: Oid) -> Indexes {
 ///
 /// # Safety
 /// `index` is open.
-unsafe fn walk_layout(index: pg_sys::Relation, oid: Oid, cols: SearchColumns) -> Option<Layout> {
-    let ((org, org_collation), (id, id_collation), attrs, bitmap) = cols;
+unsafe fn walk_layout(index: pg_sys::Relation, oid: Oid, cols: Columns) -> Option<Layout> {
     // SAFETY: as the caller's; the key array is read within its length.
     unsafe {
         let form = &*(*index).rd_index;
         let keys = form.indkey.values.as_slice(form.indnatts as usize);
-        is_pagination_index(index, [(org, org_collation), (id, id_collation)]).then(|| Layout {
+        is_pagination_index(index, cols.leading()).then(|| Layout {
             index: oid,
             id_desc: *(*index).rd_indoption.add(1) as u32 & pg_sys::INDOPTION_DESC != 0,
-            bitmap_in_index: keys.iter().position(|&k| k == bitmap),
-            org,
-            id,
-            attrs,
-            bitmap,
-            org_collation,
-            id_collation,
+            bitmap_in_index: keys.iter().position(|&k| k == cols.bitmap),
+            cols,
             keys_index: None,
         })
     }
@@ -193,13 +174,33 @@ unsafe fn column(desc: pg_sys::TupleDesc, name: &str, types: &[Oid]) -> Option<(
     }
 }
 
-/// The columns a search reads: `organisation_id`, `id`,
-/// `attribute_values`, the bitmap (with the first two's collations).
-type SearchColumns = ((AttrNumber, Oid), (AttrNumber, Oid), AttrNumber, AttrNumber);
+/// The columns a search reads, with the types it reads (text
+/// `organisation_id` and `id`, jsonb `attribute_values`, a bit or bit
+/// varying bitmap), and the first two's collations: the walk's and the
+/// custom scan's.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Columns {
+    pub org: AttrNumber,
+    pub id: AttrNumber,
+    pub attrs: AttrNumber,
+    pub bitmap: AttrNumber,
+    pub org_collation: Oid,
+    pub id_collation: Oid,
+}
 
+impl Columns {
+    /// The pagination index's leading columns, with their collations.
+    pub fn leading(&self) -> [(AttrNumber, Oid); 2] {
+        [(self.org, self.org_collation), (self.id, self.id_collation)]
+    }
+}
+
+/// The search's columns of a relation, from its tuple descriptor; None
+/// when one is missing or of another type.
+///
 /// # Safety
 /// `desc` is a live descriptor.
-unsafe fn columns(desc: pg_sys::TupleDesc) -> Option<SearchColumns> {
+pub unsafe fn columns(desc: pg_sys::TupleDesc) -> Option<Columns> {
     // SAFETY: as the caller's.
     unsafe {
         let org = column(desc, "organisation_id", &[pg_sys::TEXTOID])?;
@@ -210,7 +211,14 @@ unsafe fn columns(desc: pg_sys::TupleDesc) -> Option<SearchColumns> {
             "attribute_values_bitmap",
             &[pg_sys::BITOID, pg_sys::VARBITOID],
         )?;
-        Some((org, id, attrs, bitmap))
+        Some(Columns {
+            org: org.0,
+            id: id.0,
+            attrs,
+            bitmap,
+            org_collation: org.1,
+            id_collation: id.1,
+        })
     }
 }
 

@@ -112,7 +112,7 @@ unsafe fn in_order<'a>(mut leaves: Vec<Leaf<'a>>, args: &'a Args<'a>, page: &mut
 unsafe fn merged<'a>(mut leaves: Vec<Leaf<'a>>, args: &'a Args<'a>, parent: Oid, page: &mut Page) {
     // SAFETY: as the caller's; every walk begun here is ended here.
     unsafe {
-        let Some(collation) = leaves.first().map(|l| l.layout.id_collation) else {
+        let Some(collation) = leaves.first().map(|l| l.layout.cols.id_collation) else {
             return; // no leaf in the window
         };
         // newest first; a leaf without rows in the window is not walked

@@ -69,7 +69,7 @@ pub use args::Args;
 use args::{checked_args, same_columns_as_planned};
 pub use call::Ascending;
 pub use indexes::{register_callbacks, relcache_epoch};
-pub use layout::is_pagination_index;
+pub use layout::{columns, is_pagination_index, Columns};
 use page::Page;
 pub use partitions::{merges_children, planned_tree};
 pub use reader::{plain_read_as, reads_whole_rows, ReadAs};

@@ -28,7 +28,7 @@ impl IndexWalk<'_> {
             let mut nulls = vec![false; natts];
             let id = deform_entry(self.scan, &mut values, &mut nulls).to_vec();
             self.pending = true;
-            if self.open_top && compare(&id, b"8", self.layout.id_collation).is_lt() {
+            if self.open_top && compare(&id, b"8", self.layout.cols.id_collation).is_lt() {
                 // A first page's scan read from the top: nothing is at or
                 // above '8', and this is the newest id below it (what
                 // `above` would find).

@@ -70,19 +70,20 @@ impl IndexWalk<'_> {
             deform_slot(
                 slot,
                 self.layout
+                    .cols
                     .attrs
-                    .max(self.layout.bitmap)
+                    .max(self.layout.cols.bitmap)
                     .max(self.last_column()),
             );
             let value = |attno| slot_column(slot, attno);
             if self.layout.bitmap_in_index.is_none() {
-                if let Some(bm) = value(self.layout.bitmap) {
+                if let Some(bm) = value(self.layout.cols.bitmap) {
                     if !self.filter.bloom_match_bytes(crate::datum::bitmap_arg(bm)) {
                         return None;
                     }
                 }
             }
-            let Some(attrs) = value(self.layout.attrs) else {
+            let Some(attrs) = value(self.layout.cols.attrs) else {
                 return Some(false); // no attributes: matches no filter but {}
             };
             // The column filter first: an equality of a few datums, where

@@ -98,7 +98,7 @@ impl IndexWalk<'_> {
             if !self.fetch(buffer, tid) {
                 return None;
             }
-            let l = self.layout;
+            let l = self.layout.cols;
             let old = pg_sys::MemoryContextSwitchTo(self.entry_cxt);
             let slot = self.slot;
             deform_slot(
@@ -182,7 +182,7 @@ impl IndexWalk<'_> {
                 // In the walk's order (newest or oldest first), in the id
                 // column's collation; the page's rows fetched again (same
                 // snapshot, same versions).
-                let collation = self.layout.id_collation;
+                let collation = self.layout.cols.id_collation;
                 if self.ascending {
                     found.sort_by(|a, b| compare(&a.0, &b.0, collation));
                 } else {

@@ -276,7 +276,7 @@ impl<'a> IndexWalk<'a> {
                     break;
                 }
                 let id = deform_entry(self.scan, &mut values, &mut nulls);
-                if stop_at_eight && compare(id, b"8", self.layout.id_collation).is_lt() {
+                if stop_at_eight && compare(id, b"8", self.layout.cols.id_collation).is_lt() {
                     // Consumed, not read: the walk below '8' starts the scan
                     // again (see `above`).
                     self.below_eight = Some(Some(id.to_vec()));
@@ -284,7 +284,7 @@ impl<'a> IndexWalk<'a> {
                 }
                 if limit.is_some_and(|l| walked.entries >= l)
                     && (walked.entries == 0
-                        || !compare(id, &self.smallest, self.layout.id_collation).is_eq())
+                        || !compare(id, &self.smallest, self.layout.cols.id_collation).is_eq())
                 {
                     self.pending = true;
                     break;
