@@ -21,8 +21,9 @@ pub struct Facts {
     /// The columns a search reads, with the types it reads; None when the
     /// table lacks one (nothing is offered).
     pub cols: Option<Columns>,
-    /// A table of the heap access method with no inheritance children (see
-    /// `table::Table`).
+    /// A table of the heap access method (the walk fetches rows through
+    /// the heap's own functions) with no inheritance children (a parent's
+    /// search would read its children, which the Append reads again).
     pub heap_without_children: bool,
     /// Column `id` is `NOT NULL`.
     pub id_not_null: bool,
@@ -88,10 +89,8 @@ unsafe fn read(relid: Oid) -> Facts {
             cols,
             form.relkind == pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char,
         ) {
-            let list = pg_sys::RelationGetIndexList(rel);
-            for i in 0..pg_sys::list_length(list) {
-                let oid = (*pg_sys::list_nth_cell(list, i)).oid_value;
-                let index = pg_sys::relation_open(oid, pg_sys::AccessShareLock as i32);
+            for cell in crate::pg_list::cells(pg_sys::RelationGetIndexList(rel)) {
+                let index = pg_sys::relation_open(cell.oid_value, pg_sys::AccessShareLock as i32);
                 let form = &*(*index).rd_index;
                 let keys = form.indkey.values.as_slice(form.indnkeyatts as usize);
                 let whole = form.indisvalid && pg_sys::RelationGetIndexPredicate(index).is_null();
