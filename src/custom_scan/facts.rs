@@ -11,7 +11,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use pgrx::pg_sys::{self, Oid};
+use pgrx::pg_sys::{self, Datum, Oid};
 
 use crate::search::Columns;
 
@@ -32,6 +32,9 @@ pub struct Facts {
     /// (see `table::Partitioned`).
     pub pagination_index: bool,
     pub ids_unique: bool,
+    /// Of a partitioned table, every partition a heap table (what a whole
+    /// search reads; see `table::kept_leaves`), none partitioned itself.
+    pub leaves_heap: bool,
     /// A plan reads this table's children merged (`search::merges_children`).
     pub merges_children: bool,
 }
@@ -83,6 +86,7 @@ unsafe fn read(relid: Oid) -> Facts {
                 .is_some_and(|c| crate::compat::attribute((*rel).rd_att, c.id as i32).attnotnull),
             pagination_index: false,
             ids_unique: false,
+            leaves_heap: false,
             merges_children: crate::search::merges_children(relid),
         };
         if let (Some(cols), true) = (
@@ -103,8 +107,42 @@ unsafe fn read(relid: Oid) -> Facts {
                     && keys.iter().all(|&k| k == cols.id || k == cols.org);
                 pg_sys::relation_close(index, pg_sys::NoLock as i32);
             }
+            facts.leaves_heap = leaves_heap(rel);
         }
         pg_sys::relation_close(rel, pg_sys::NoLock as i32);
         facts
+    }
+}
+
+/// Whether every partition of partitioned table `rel` is a heap table,
+/// from `pg_class` (the partitions need not be locked: this only steers
+/// what is offered; the whole table's offer checks the leaves the planner
+/// kept). False when one is partitioned itself (its own partitions are
+/// not looked into).
+///
+/// # Safety
+/// In a transaction; `rel` is open and locked.
+unsafe fn leaves_heap(rel: pg_sys::Relation) -> bool {
+    // SAFETY: the descriptor's arrays have nparts entries; syscache tuples
+    // are read while held and released.
+    unsafe {
+        let desc = pg_sys::RelationGetPartitionDesc(rel, true);
+        if desc.is_null() {
+            return false;
+        }
+        let n = (*desc).nparts.max(0) as usize;
+        let oids = std::slice::from_raw_parts((*desc).oids, n);
+        oids.iter().all(|&oid| {
+            let cache = pg_sys::SysCacheIdentifier::RELOID as i32;
+            let tuple = pg_sys::SearchSysCache1(cache, Datum::from(oid));
+            if tuple.is_null() {
+                return false;
+            }
+            let form = &*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_class>(tuple);
+            let heap = form.relkind == pg_sys::RELKIND_RELATION as std::ffi::c_char
+                && form.relam == pg_sys::HEAP_TABLE_AM_OID;
+            pg_sys::ReleaseSysCache(tuple);
+            heap
+        })
     }
 }

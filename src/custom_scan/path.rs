@@ -21,8 +21,8 @@ use pgrx::pg_sys;
 use super::quals;
 use super::shape::Shape;
 use super::table::{
-    has_pagination_index, ids_unique, merged_child, partitioned_of, reads_system_columns,
-    Partitioned,
+    has_pagination_index, ids_unique, merged_child, partitioned_of, reads_as_it_is,
+    reads_system_columns, searched_whole, Partitioned,
 };
 use crate::search::Columns;
 
@@ -58,7 +58,10 @@ unsafe extern "C-unwind" fn hook(
         if let Some(previous) = PREVIOUS {
             previous(root, rel, rti, rte);
         }
-        if crate::settings::CUSTOM_SCAN.get() && !crate::search::running() {
+        if crate::settings::CUSTOM_SCAN.get()
+            && !crate::search::running()
+            && !searched_whole(root, rel)
+        {
             if let Some(path) = offer(root, rel, rti, rte, false) {
                 pg_sys::add_path(rel, path.cast());
             }
@@ -276,39 +279,6 @@ unsafe fn offer(
         );
         (*path).methods = &raw const super::plan::PATH_METHODS;
         Some(path)
-    }
-}
-
-/// Whether the searches read `relid` as the query would. Their
-/// statements read whole rows: a role granted only some columns (which
-/// Postgres checks one by one) gets Postgres' plan. A query through a
-/// view reads the table as the view's owner (`rel->userid`), and its
-/// searches run as that role (`search::ReadAs`): offered, for another
-/// role, only where the owner reads the table as it is (no policy of its
-/// own). A partition read through its parent is read with the parent's
-/// privileges and policies, and its search's rare paths run statements
-/// naming the partition, checked with its own: offered only where the
-/// role reads the partition as it is. The plan depends on the role:
-/// Postgres plans a cached statement again when another role runs it (as
-/// it does for row-level security).
-unsafe fn reads_as_it_is(
-    root: *mut pg_sys::PlannerInfo,
-    rel: *mut pg_sys::RelOptInfo,
-    relid: pg_sys::Oid,
-) -> bool {
-    // SAFETY: planner structures; a valid relation.
-    unsafe {
-        (*(*root).glob).dependsOnRole = true;
-        let current = pg_sys::GetUserId();
-        let role = match (*rel).userid {
-            pg_sys::InvalidOid => current,
-            owner => owner,
-        };
-        if (*rel).reloptkind == pg_sys::RelOptKind::RELOPT_OTHER_MEMBER_REL || role != current {
-            crate::search::plain_read_as(relid, role)
-        } else {
-            crate::search::reads_whole_rows(relid, role)
-        }
     }
 }
 
