@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use pgrx::pg_sys::{self, Datum, Oid};
 
-use crate::search::Columns;
+use crate::search::{Columns, IndexShape};
 
 /// One table's facts.
 #[derive(Clone, Copy)]
@@ -95,16 +95,10 @@ unsafe fn read(relid: Oid) -> Facts {
         ) {
             for cell in crate::pg_list::cells(pg_sys::RelationGetIndexList(rel)) {
                 let index = pg_sys::relation_open(cell.oid_value, pg_sys::AccessShareLock as i32);
-                let form = &*(*index).rd_index;
-                let keys = form.indkey.values.as_slice(form.indnkeyatts as usize);
-                let whole = form.indisvalid && pg_sys::RelationGetIndexPredicate(index).is_null();
-                facts.pagination_index |=
-                    whole && crate::search::is_pagination_index(index, cols.leading());
-                facts.ids_unique |= whole
-                    && form.indisunique
-                    && form.indimmediate
-                    && keys.contains(&cols.id)
-                    && keys.iter().all(|&k| k == cols.id || k == cols.org);
+                let shape = IndexShape::of_relation(index);
+                let whole = (*(*index).rd_index).indisvalid && !shape.partial();
+                facts.pagination_index |= whole && shape.paginates(cols.leading());
+                facts.ids_unique |= whole && shape.unique_ids(cols.org, cols.id);
                 pg_sys::relation_close(index, pg_sys::NoLock as i32);
             }
             facts.leaves_heap = leaves_heap(rel);

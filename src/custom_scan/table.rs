@@ -8,53 +8,25 @@
 
 use pgrx::pg_sys::{self, Oid};
 
-use crate::search::Columns;
-
-/// The key columns of an index of the planner's list.
-unsafe fn index_keys<'a>(index: *const pg_sys::IndexOptInfo) -> &'a [i32] {
-    // SAFETY: indexkeys has nkeycolumns entries.
-    unsafe { std::slice::from_raw_parts((*index).indexkeys, (*index).nkeycolumns as usize) }
-}
+use crate::search::{Columns, IndexShape};
 
 /// Whether the table has a btree led by `(organisation_id, id)`, in the
-/// columns' collations (the search's walk; it errors without one).
+/// columns' collations, not partial (the search's walk; it errors without
+/// one).
 pub unsafe fn has_pagination_index(rel: *mut pg_sys::RelOptInfo, cols: &Columns) -> bool {
     // SAFETY: the planner's index list of the rel.
     unsafe {
         indexes(rel).any(|index| {
-            let keys = index_keys(index);
-            (*index).relam == pg_sys::BTREE_AM_OID
-                && (*index).indpred.is_null()
-                && keys.len() >= 2
-                && keys[0] == cols.org as i32
-                && keys[1] == cols.id as i32
-                // by text's own operators (not text_pattern_ops, which
-                // orders bytes) in the columns' collations: the walk's
-                // order is the query's, its range the query's bounds
-                && (0..2).all(|i| *(*index).opfamily.add(i) == pg_sys::TEXT_BTREE_FAM_OID)
-                && *(*index).indexcollations == cols.org_collation
-                && *(*index).indexcollations.add(1) == cols.id_collation
+            let shape = IndexShape::of_planner(index);
+            !shape.partial() && shape.paginates(cols.leading())
         })
     }
 }
 
-/// Whether a unique, immediately checked, non-partial index has only
-/// `id`, or `organisation_id` and `id`, as keys: then no two rows of a
-/// tenant share an id.
+/// Whether no two rows of a tenant share an id ([`IndexShape::unique_ids`]).
 pub unsafe fn ids_unique(rel: *mut pg_sys::RelOptInfo, cols: &Columns) -> bool {
     // SAFETY: the planner's index list of the rel.
-    unsafe {
-        indexes(rel).any(|index| {
-            let keys = index_keys(index);
-            (*index).unique
-                && (*index).immediate
-                && (*index).indpred.is_null()
-                && keys.contains(&(cols.id as i32))
-                && keys
-                    .iter()
-                    .all(|&k| k == cols.id as i32 || k == cols.org as i32)
-        })
-    }
+    unsafe { indexes(rel).any(|index| IndexShape::of_planner(index).unique_ids(cols.org, cols.id)) }
 }
 
 unsafe fn indexes(rel: *mut pg_sys::RelOptInfo) -> impl Iterator<Item = *mut pg_sys::IndexOptInfo> {

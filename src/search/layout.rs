@@ -10,6 +10,8 @@
 
 use pgrx::pg_sys::{self, AttrNumber, Oid};
 
+use super::index_shape::IndexShape;
+
 /// What the direct walk needs of a table, found from its relcache entry.
 #[derive(Clone, Copy)]
 pub struct Layout {
@@ -38,7 +40,7 @@ impl Layout {
             walkable(heap)
                 && form.indrelid == (*heap).rd_id
                 && columns((*heap).rd_att) == Some(self.cols)
-                && is_pagination_index(index, self.cols.leading())
+                && IndexShape::of_relation(index).paginates(self.cols.leading())
         }
     }
 }
@@ -142,13 +144,15 @@ unsafe fn walk_layout(index: pg_sys::Relation, oid: Oid, cols: Columns) -> Optio
     unsafe {
         let form = &*(*index).rd_index;
         let keys = form.indkey.values.as_slice(form.indnatts as usize);
-        is_pagination_index(index, cols.leading()).then(|| Layout {
-            index: oid,
-            id_desc: *(*index).rd_indoption.add(1) as u32 & pg_sys::INDOPTION_DESC != 0,
-            bitmap_in_index: keys.iter().position(|&k| k == cols.bitmap),
-            cols,
-            keys_index: None,
-        })
+        IndexShape::of_relation(index)
+            .paginates(cols.leading())
+            .then(|| Layout {
+                index: oid,
+                id_desc: *(*index).rd_indoption.add(1) as u32 & pg_sys::INDOPTION_DESC != 0,
+                bitmap_in_index: keys.iter().position(|&k| k == cols.bitmap),
+                cols,
+                keys_index: None,
+            })
     }
 }
 
@@ -236,45 +240,6 @@ unsafe fn walkable(rel: pg_sys::Relation) -> bool {
         form.relkind == pg_sys::RELKIND_RELATION as std::ffi::c_char
             && form.relam == pg_sys::HEAP_TABLE_AM_OID
             && !form.relhassubclass
-    }
-}
-
-/// Whether `index` (open) is a btree led by the tenant's and the id's
-/// columns (`columns`: each one's number and collation), both in text's
-/// own order: an index that serves `ORDER BY id` within a tenant.
-///
-/// # Safety
-/// `index` is open.
-pub unsafe fn is_pagination_index(
-    index: pg_sys::Relation,
-    columns: [(AttrNumber, Oid); 2],
-) -> bool {
-    // SAFETY: as the caller's; the key array is read within its length.
-    unsafe {
-        let form = &*(*index).rd_index;
-        let keys = form.indkey.values.as_slice(form.indnkeyatts as usize);
-        (*(*index).rd_rel).relam == pg_sys::BTREE_AM_OID
-            && keys.len() >= 2
-            && keys[..2] == [columns[0].0, columns[1].0]
-            && text_ordered(index, [columns[0].1, columns[1].1])
-    }
-}
-
-/// Whether btree `index` orders its first two columns by text's own
-/// operators (text_ops), in these collations: then its order is the
-/// order `ORDER BY id` means. A `text_pattern_ops` index orders bytes
-/// whatever the collation.
-///
-/// # Safety
-/// `index` is open and has at least two key columns.
-unsafe fn text_ordered(index: pg_sys::Relation, collations: [Oid; 2]) -> bool {
-    // SAFETY: as the caller's.
-    unsafe {
-        (0..2).all(|i| {
-            *(*index).rd_opfamily.add(i) == pg_sys::TEXT_BTREE_FAM_OID
-                && *(*index).rd_opcintype.add(i) == pg_sys::TEXTOID
-                && *(*index).rd_indcollation.add(i) == collations[i]
-        })
     }
 }
 

@@ -41,6 +41,7 @@
 mod args;
 mod call;
 mod citus;
+mod index_shape;
 mod indexes;
 mod layout;
 mod leaves;
@@ -68,8 +69,9 @@ use crate::datum::error;
 pub use args::Args;
 use args::{checked_args, same_columns_as_planned};
 pub use call::Ascending;
+pub use index_shape::IndexShape;
 pub use indexes::{register_callbacks, relcache_epoch};
-pub use layout::{columns, is_pagination_index, Columns};
+pub use layout::{columns, Columns};
 use page::Page;
 pub use partitions::{merges_children, planned_tree};
 pub use reader::{plain_read_as, reads_whole_rows, ReadAs};
