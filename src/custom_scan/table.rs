@@ -199,9 +199,9 @@ pub unsafe fn reads_as_it_is(
 }
 
 /// Whether `rel` is a partition of a partitioned table the query reads
-/// alone, which `path::upper_hook` will offer one node that searches it whole
-/// (as far as the table decides: the quals are the partition's own, and
-/// its offer checks them the same way). Then a node offered for the
+/// alone, which `path::upper_hook` will offer one node that searches it
+/// whole (as far as the table decides: the quals are the partition's own,
+/// and its offer checks them the same way). Then a node offered for the
 /// partition is never chosen, yet Postgres would build an ordered Append
 /// or Merge Append of them: planning a query of 13 partitions under the
 /// simple protocol (planned on every call), about 16 µs of 340. A
@@ -251,10 +251,12 @@ pub unsafe fn searched_whole(root: *mut pg_sys::PlannerInfo, rel: *mut pg_sys::R
         // One partition kept: its own node costs what the whole table's
         // does, and is chosen (it reads no partition tree: a partition
         // attached meanwhile cannot make its page a serialization failure).
-        let kept = (0..(*parent).nparts.max(0) as usize)
-            .filter(|&i| !(*(*parent).part_rels.add(i)).is_null())
-            .count();
-        if (*parent).part_rels.is_null() || kept < 2 {
+        if (*parent).part_rels.is_null()
+            || (0..(*parent).nparts.max(0) as usize)
+                .filter(|&i| !(*(*parent).part_rels.add(i)).is_null())
+                .count()
+                < 2
+        {
             return false;
         }
         // (a distributed parent's partitions are distributed: not offered)
