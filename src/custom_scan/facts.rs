@@ -21,8 +21,8 @@ pub struct Facts {
     /// The columns a search reads, with the types it reads; None when the
     /// table lacks one (nothing is offered).
     pub cols: Option<Columns>,
-    /// A table of the heap access method (the walk fetches rows through
-    /// the heap's own functions) with no inheritance children (a parent's
+    /// A plain table of the heap access method (the walk fetches rows
+    /// through the heap's own functions) with no inheritance children (a parent's
     /// search would read its children, which the Append reads again).
     pub heap_without_children: bool,
     /// Column `id` is `NOT NULL`.
@@ -81,7 +81,7 @@ unsafe fn read(relid: Oid) -> Facts {
         let form = &*(*rel).rd_rel;
         let mut facts = Facts {
             cols,
-            heap_without_children: form.relam == pg_sys::HEAP_TABLE_AM_OID && !form.relhassubclass,
+            heap_without_children: crate::search::heap_table(form),
             id_not_null: cols
                 .is_some_and(|c| crate::compat::attribute((*rel).rd_att, c.id as i32).attnotnull),
             pagination_index: false,
@@ -133,8 +133,7 @@ unsafe fn leaves_heap(rel: pg_sys::Relation) -> bool {
                 return false;
             }
             let form = &*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_class>(tuple);
-            let heap = form.relkind == pg_sys::RELKIND_RELATION as std::ffi::c_char
-                && form.relam == pg_sys::HEAP_TABLE_AM_OID;
+            let heap = crate::search::heap_table(form);
             pg_sys::ReleaseSysCache(tuple);
             heap
         })

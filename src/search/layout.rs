@@ -94,9 +94,8 @@ pub unsafe fn indexes(relid: Oid) -> Indexes {
             }
         };
         let mut keys_index = None;
-        let list = pg_sys::RelationGetIndexList(rel);
-        for i in 0..pg_sys::list_length(list) {
-            let oid = (*pg_sys::list_nth_cell(list, i)).oid_value;
+        for cell in crate::pg_list::cells(pg_sys::RelationGetIndexList(rel)) {
+            let oid = cell.oid_value;
             let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as i32);
             let form = &*(*index).rd_index;
             if form.indisvalid && pg_sys::RelationGetIndexPredicate(index).is_null() {
@@ -235,12 +234,15 @@ pub unsafe fn columns(desc: pg_sys::TupleDesc) -> Option<Columns> {
 /// `rel` is open.
 unsafe fn walkable(rel: pg_sys::Relation) -> bool {
     // SAFETY: as the caller's.
-    unsafe {
-        let form = &*(*rel).rd_rel;
-        form.relkind == pg_sys::RELKIND_RELATION as std::ffi::c_char
-            && form.relam == pg_sys::HEAP_TABLE_AM_OID
-            && !form.relhassubclass
-    }
+    unsafe { heap_table(&*(*rel).rd_rel) }
+}
+
+/// [`walkable`] from the relation's `pg_class` row (a relcache entry's, or
+/// a syscache tuple's).
+pub fn heap_table(form: &pg_sys::FormData_pg_class) -> bool {
+    form.relkind == pg_sys::RELKIND_RELATION as std::ffi::c_char
+        && form.relam == pg_sys::HEAP_TABLE_AM_OID
+        && !form.relhassubclass
 }
 
 /// Whether `index` is a valid, non-partial GIN index on the extension's
@@ -259,10 +261,12 @@ unsafe fn is_keys_index(index: pg_sys::Relation, columns: [AttrNumber; 3]) -> bo
             return false;
         }
         let exprs = pg_sys::RelationGetIndexExpressions(index);
-        if pg_sys::list_length(exprs) != 1 {
+        let (1, Some(node)) = (
+            crate::pg_list::len(exprs),
+            crate::pg_list::nth::<pg_sys::Node>(exprs, 0),
+        ) else {
             return false;
-        }
-        let node = pg_sys::list_nth(exprs, 0) as *mut pg_sys::Node;
+        };
         if (*node).type_ != pg_sys::NodeTag::T_FuncExpr {
             return false;
         }
@@ -280,11 +284,12 @@ unsafe fn is_keys_index(index: pg_sys::Relation, columns: [AttrNumber; 3]) -> bo
             return false;
         }
         let args = (*f).args;
-        pg_sys::list_length(args) == 3
-            && (0..3).all(|i| {
-                let a = pg_sys::list_nth(args, i) as *mut pg_sys::Node;
-                (*a).type_ == pg_sys::NodeTag::T_Var
-                    && (*(a as *mut pg_sys::Var)).varattno == columns[i as usize]
-            })
+        crate::pg_list::len(args) == 3
+            && crate::pg_list::ptrs::<pg_sys::Node>(args)
+                .zip(columns)
+                .all(|(a, column)| {
+                    (*a).type_ == pg_sys::NodeTag::T_Var
+                        && (*(a as *mut pg_sys::Var)).varattno == column
+                })
     }
 }

@@ -71,7 +71,7 @@ use args::{checked_args, same_columns_as_planned};
 pub use call::Ascending;
 pub use index_shape::IndexShape;
 pub use indexes::{register_callbacks, relcache_epoch};
-pub use layout::{columns, Columns};
+pub use layout::{columns, heap_table, Columns};
 use page::Page;
 pub use partitions::{merges_children, planned_tree};
 pub use reader::{plain_read_as, reads_whole_rows, ReadAs};
