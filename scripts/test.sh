@@ -14,7 +14,8 @@
 #   ALERTS_QUICK=1      day-to-day: no lints, no fuzzing, no soak, no DDL load, no Citus
 #   ALERTS_CITUS=1      with ALERTS_QUICK=1: the Citus tests all the same
 #   ALERTS_SKIP_LINT=1  no fmt/clippy
-#   ALERTS_LONG=1       the long variants (10-minute soak, 100,000 hostile inputs)
+#   ALERTS_LONG=1       the long variants (10-minute soak, 100,000 hostile inputs,
+#                       20,000 differential queries)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VERSIONS=${ALERTS_PGS:-15 16 18}
@@ -49,7 +50,7 @@ step "docs: every relative link resolves, README under 500 lines" python3 tests/
 # soak, 100,000 hostile inputs) documented in the README.
 if [ "${ALERTS_LONG:-0}" = 1 ]; then
   export ALERTS_SOAK_SECONDS=${ALERTS_SOAK_SECONDS:-600} ALERTS_HOSTILE_CASES=${ALERTS_HOSTILE_CASES:-100000}
-  export ALERTS_FUZZ_RUNS=${ALERTS_FUZZ_RUNS:-20000000}
+  export ALERTS_FUZZ_RUNS=${ALERTS_FUZZ_RUNS:-20000000} ALERTS_DIFF_QUERIES=${ALERTS_DIFF_QUERIES:-20000}
 fi
 if [ "$QUICK" != 1 ]; then
   step "cargo fuzz: encoder, filter compiler, ULIDs (${ALERTS_FUZZ_RUNS:-1000000} runs each)" bash tests/shell/fuzz.sh
@@ -106,6 +107,8 @@ for v in $VERSIONS; do
     target/pyenv/bin/python tests/clients/real_clients.py
   step "[pg$v] dump and restore (pg_dump/pg_restore, both forms)" bash tests/shell/dump_restore.sh
   step "[pg$v] hostile and malformed inputs" python3 tests/shell/hostile_inputs.py
+  step "[pg$v] random differential: ${ALERTS_DIFF_QUERIES:-1500} queries on 8 layouts against Postgres' own plan" \
+    target/pyenv/bin/python tests/shell/differential.py
   # The soak is about the extension under concurrent writers, not about a
   # version: it runs on 15, the version the benchmarks run on.
   if [ "$QUICK" != 1 ] && [ "$v" = 15 ]; then
