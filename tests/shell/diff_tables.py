@@ -165,13 +165,13 @@ def tenant():
     return rng.choice(["big", "big", "mid", "small", "nobody"])
 
 
-def mutate(conn, table):
+def mutate(conn, table, kinds=("update", "delete", "insert", "index", "vacuum", "detach")):
     """A change between queries, as an application or a DBA makes one: rows
     written (attributes changed, so that a rare value turns common; rows
     deleted or added), the rare paths' index dropped and made again, a
     partition detached and attached again, a VACUUM. Each query after it
     must see it: cached indexes, routes and plans may not."""
-    kind = rng.choice(["update", "delete", "insert", "index", "vacuum", "detach"])
+    kind = rng.choice(kinds)
     with conn.cursor() as cur:
         if kind == "update":
             team = rng.choice(["rare", "uncommon", "t7"])

@@ -12,6 +12,7 @@ keeps it always).
     target/pyenv/bin/python tests/shell/differential.py
 """
 import collections
+import contextlib
 import json
 import os
 import re
@@ -140,7 +141,13 @@ def plain_query(table, ids):
     # repeated ids: only the ids are deterministic at a page's edge
     if table in REPEATS:
         select = "id"
-    return Query(f"SELECT {select} FROM {table} WHERE {where}{order_limit()}", draws, "plain")
+    elif rng.random() < 0.1:
+        select = "id, ctid, tableoid::regclass, xmin"  # the rows' own, not copies'
+    lock = rng.choice([" FOR UPDATE", " FOR SHARE", " FOR KEY SHARE"]) if rng.random() < 0.08 and "OVER" not in select else ""
+    q = Query(f"SELECT {select} FROM {table} WHERE {where}{order_limit()}{lock}", draws, "plain")
+    # read through a cursor, in pieces, and again from the start
+    q.cursor = rng.random() < 0.1
+    return q
 
 
 def search_query(table, ids):
@@ -184,13 +191,37 @@ def run(conn, q, params, generic, routes):
             if "Routes Taken:" in line:
                 for route, n in re.findall(r"(.+?) x(\d+)(?:, |$)", line.split(":", 1)[1].strip()):
                     routes[route] += int(n)
-        cur.execute(q.sql, params, prepare=generic)
-        got = cur.fetchall()
+        if getattr(q, "cursor", False):
+            got = through_cursor(conn, q.sql, params, " FOR " not in q.sql)
+        else:
+            cur.execute(q.sql, params, prepare=generic)
+            got = cur.fetchall()
         cur.execute("SET alerts.custom_scan = off")
         cur.execute(q.sql, params)
         want = cur.fetchall()
         cur.execute("SET alerts.custom_scan = on")
         return got, want, used
+
+
+def through_cursor(conn, sql, params, read_only):
+    """The rows of a cursor read 7 at a time; a scrollable one (read-only
+    queries) is read again from its start (backwards first), and must give
+    the same rows."""
+    scroll = read_only and rng.random() < 0.5
+    with conn.transaction(), conn.cursor(name="diff", scrollable=scroll) as c:
+        c.execute(sql, params)
+        rows = []
+        while chunk := c.fetchmany(7):
+            rows += chunk
+        if scroll and rows:
+            c.scroll(-min(len(rows), 3))
+            back = c.fetchall()
+            c.scroll(0, mode="absolute")
+            again = c.fetchall()
+            if back != rows[len(rows) - len(back):] or again != rows:
+                return rows + [("the cursor read other rows the second time",)]
+        return rows
+
 
 def main():
     with psycopg.connect(dbname="postgres", autocommit=True, **ADMIN) as admin:
@@ -204,7 +235,7 @@ def main():
         # table and on a partitioned one), for some of the queries
         conn.execute("DROP ROLE IF EXISTS d_reader")
         conn.execute("CREATE ROLE d_reader")
-        conn.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO d_reader")
+        conn.execute("GRANT SELECT, UPDATE ON ALL TABLES IN SCHEMA public TO d_reader")
         for t in ("d_keys", "d_by_time"):
             conn.execute(f"ALTER TABLE {t} ENABLE ROW LEVEL SECURITY")
             conn.execute(f"CREATE POLICY not_four ON {t} USING (priority_id <> 4)")
@@ -221,22 +252,28 @@ def main():
             generic = rng.random() < 0.3 and "%s" in q.sql
             # a generic plan runs again with other values
             runs = [q.params] + ([q.draw() for _ in range(2)] if generic and q.kind == "plain" else [])
-            role = rng.random() < 0.15
-            if role:
-                conn.execute("SET ROLE d_reader")
-            for params in runs:
-                got, want, used = run(conn, q, params, generic, routes)
-                counts[(q.kind, table)] += 1
-                if used:
-                    counts[("node", table)] += 1
-                if got != want:
-                    failures.append(q)
-                    if len(failures) <= 5:
-                        print(f"DIFFERENT ({'generic' if generic else 'custom'} plan{', as d_reader' if role else ''}): "
-                              f"{q.sql}\n  params: {params!r}\n"
-                              f"  got {len(got)} rows {got[:4]}...\n  want {len(want)} rows {want[:4]}...")
-            if role:
-                conn.execute("RESET ROLE")
+            # some queries in a transaction that wrote rows first (its own
+            # rows visible, rolled back after)
+            own = rng.random() < 0.05
+            with conn.transaction(force_rollback=True) if own else contextlib.nullcontext():
+                if own:
+                    counts["mutation", mutate(conn, table, ("update", "delete", "insert")) + " (uncommitted)"] += 1
+                role = rng.random() < 0.15
+                if role:
+                    conn.execute("SET ROLE d_reader")
+                for params in runs:
+                    got, want, used = run(conn, q, params, generic, routes)
+                    counts[(q.kind, table)] += 1
+                    if used:
+                        counts[("node", table)] += 1
+                    if got != want:
+                        failures.append(q)
+                        if len(failures) <= 5:
+                            print(f"DIFFERENT ({'generic' if generic else 'custom'} plan{', as d_reader' if role else ''}): "
+                                  f"{q.sql}\n  params: {params!r}\n"
+                                  f"  got {len(got)} rows {got[:4]}...\n  want {len(want)} rows {want[:4]}...")
+                if role:
+                    conn.execute("RESET ROLE")
         for table in tables:
             print(f"  {table}: {counts[('plain', table)]} plain-SQL queries ({counts[('node', table)]} through the "
                   f"custom scan), {counts[('search', table)]} alerts_search calls")
