@@ -33,7 +33,7 @@ def months(first, last):
     return out
 
 
-def layouts():
+def layouts(icu):
     """name -> the statements that make it (the bloom trigger and the
     pagination index follow for every table)."""
     ddl = {}
@@ -66,9 +66,10 @@ def layouts():
     two.append("CREATE INDEX ON d_two USING gin (attribute_values jsonb_path_ops)")
     ddl["d_two"] = two
     # ids ordered by an ICU collation, not byte by byte
-    icu = (COLUMNS % 512).replace('COLLATE "C"', 'COLLATE "und-x-icu"', 1)
-    ddl["d_icu"] = [f"CREATE TABLE d_icu ({icu}, PRIMARY KEY (id))",
-                    "CREATE INDEX ON d_icu USING gin (alerts_keys(organisation_id, id, attribute_values))"]
+    if icu:  # a server built with ICU
+        columns = (COLUMNS % 512).replace('COLLATE "C"', 'COLLATE "und-x-icu"', 1)
+        ddl["d_icu"] = [f"CREATE TABLE d_icu ({columns}, PRIMARY KEY (id))",
+                        "CREATE INDEX ON d_icu USING gin (alerts_keys(organisation_id, id, attribute_values))"]
     # partitions whose columns are not the parent's: another order, a
     # dropped column (rows are converted to the parent's layout)
     ddl["d_mixed"] = [
@@ -116,7 +117,7 @@ def id_kind():
     return "ulid" if r < 0.97 else rng.choice(["lower", "nine", "low", "short"])
 
 
-def load(conn):
+def load(conn, icu):
     """The staged rows, then every layout filled from them."""
     rows = []
     for org, n in TENANTS:
@@ -138,7 +139,7 @@ def load(conn):
         cur.execute("""CREATE TABLE d_dups AS SELECT id, organisation_id, created_at, priority_id,
               attribute_values || jsonb_build_object('dup', true) AS attribute_values
             FROM d_src WHERE id LIKE '0%' ORDER BY md5(id) LIMIT 200""")
-        for name, stmts in layouts().items():
+        for name, stmts in layouts(icu).items():
             for s in stmts:
                 cur.execute(s)
             cur.execute(f"CREATE TRIGGER alerts_bloom BEFORE INSERT OR UPDATE ON {name} "
