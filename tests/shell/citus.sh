@@ -10,7 +10,8 @@
 # form (enable, rebuild, disable on the shards); tables it cannot serve and
 # a worker without the extension get a clear error. Plain SQL (`@>` ORDER BY
 # id DESC LIMIT n) through the coordinator: exact, the custom scan in the
-# shard's plan. The operators' part (COPY, moves, joins, the trigger form,
+# shard's plan; the random differential (differential.py) on distributed
+# tables. The operators' part (COPY, moves, joins, the trigger form,
 # refusals) is tests/shell/citus_operations.sh, sourced at the end.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -359,6 +360,13 @@ theirs=$(at "$W1" -c "SELECT o FROM unnest(ARRAY['org0','org1','org2','org3','or
 [ "$(sent "$mine")" = 0 ] || fail "worker $W1: a call for $mine (local shard) sent statements to other nodes"
 [ "$(sent "$theirs")" = 1 ] || fail "worker $W1: a call for $theirs (shard elsewhere) did not send one statement"
 echo "  both workers give the coordinator's pages for every tenant: from the local shard (no statement sent) or routed on (one)"
+
+# The random differential (tests/shell/differential.py) on distributed
+# tables: plain SQL with the custom scan on the workers and alerts_search,
+# through the coordinator, against the same statements with it off there.
+echo "citus: random differential through the coordinator"
+ALERTS_DIFF_CITUS=1 ALERTS_DIFF_DB="$db" PGPORT="$C" ALERTS_DIFF_QUERIES="${ALERTS_DIFF_CITUS_QUERIES:-1000}" \
+  target/pyenv/bin/python tests/shell/differential.py | sed 's/^/  /' || fail "the random differential on Citus"
 
 # COPY, shard moves, joins, the trigger form, refusals
 source tests/shell/citus_operations.sh

@@ -22,12 +22,16 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from diff_tables import REPEATS, day, layouts, load, mutate, rng, tenant  # noqa: E402
+from diff_tables import REPEATS, day, load, mutate, rng, tenant  # noqa: E402
 
 for var, default in (("PGHOST", "/tmp"), ("PGPORT", "5415"), ("PGUSER", "postgres")):
     os.environ.setdefault(var, default)
 ADMIN = dict(host=os.environ["PGHOST"], port=os.environ["PGPORT"], user=os.environ["PGUSER"])
-DB = "alerts_diff"
+# ALERTS_DIFF_CITUS=1: the tables distributed by organisation_id in
+# database ALERTS_DIFF_DB of a Citus cluster (PGPORT its coordinator), the
+# oracle with the custom scan off on the workers too
+CITUS = os.environ.get("ALERTS_DIFF_CITUS") == "1"
+DB = os.environ.get("ALERTS_DIFF_DB", "alerts_diff") if CITUS else "alerts_diff"
 QUERIES = int(os.environ.get("ALERTS_DIFF_QUERIES", "1500"))
 SEED = int(os.environ.get("ALERTS_DIFF_SEED", "20261127"))
 rng.seed(SEED)
@@ -135,6 +139,8 @@ def plain_query(table, ids):
         sql = (f"SELECT o.name, s.id FROM (VALUES ('small'), ('big'), ('nobody'), ('mid')) o(name) "
                f"CROSS JOIN LATERAL (SELECT id FROM {table} WHERE {conditions(ids, draws, literal, 'o.name')}"
                f"{order_limit()}) s")
+        if CITUS:  # Citus joins the tenants' pages in any order
+            sql += " ORDER BY 1, 2"
         return Query(sql, draws, "plain")
     where = conditions(ids, draws, literal, None)
     select = rng.choice(["*", "id", "id, attribute_values->>'team'", "id, count(*) OVER ()"])
@@ -173,34 +179,47 @@ def search_query(table, ids):
     return q
 
 
+def attempt(conn, execute):
+    """The rows `execute` fetches, or the error it meets (in a savepoint,
+    so that a transaction around it goes on)."""
+    try:
+        with conn.transaction():
+            return execute()
+    except psycopg.Error as e:
+        return [("ERROR", e.sqlstate, str(e).splitlines()[0])]
+
+
 def run(conn, q, params, generic, routes):
     """The rows with the custom scan on (and whether it ran), and with it
-    off; the routes its pages took, counted into `routes`."""
-    with conn.cursor() as cur:
-        cur.execute("SET plan_cache_mode = " + ("force_generic_plan" if generic else "auto"))
-        if q.kind == "search":
-            cur.execute(q.sql, params, prepare=generic)
-            got = cur.fetchall()
-            cur.execute(q.want[0], q.want[1])
-            return got, cur.fetchall(), None
-        cur.execute("SET alerts.custom_scan = on")
-        cur.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + q.sql, params)
-        plan = [r[0] for r in cur.fetchall()]
-        used = any("AlertsSearch" in line for line in plan)
-        for line in plan:
-            if "Routes Taken:" in line:
-                for route, n in re.findall(r"(.+?) x(\d+)(?:, |$)", line.split(":", 1)[1].strip()):
-                    routes[route] += int(n)
-        if getattr(q, "cursor", False):
-            got = through_cursor(conn, q.sql, params, " FOR " not in q.sql)
-        else:
-            cur.execute(q.sql, params, prepare=generic)
-            got = cur.fetchall()
-        cur.execute("SET alerts.custom_scan = off")
-        cur.execute(q.sql, params)
-        want = cur.fetchall()
-        cur.execute("SET alerts.custom_scan = on")
-        return got, want, used
+    off (`SET LOCAL`, which Citus sends on to the workers); the routes its
+    pages took, counted into `routes`."""
+    cur = conn.cursor()
+    cur.execute("SET plan_cache_mode = " + ("force_generic_plan" if generic else "auto"))
+
+    def fetch(sql, values, prepare=False):
+        cur.execute(sql, values, prepare=prepare)
+        return cur.fetchall()
+
+    if q.kind == "search":
+        return (attempt(conn, lambda: fetch(q.sql, params, generic)),
+                attempt(conn, lambda: fetch(*q.want)), None)
+    plan = attempt(conn, lambda: fetch("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + q.sql, params))
+    used = any("AlertsSearch" in str(r[0]) for r in plan)
+    for (line, *_) in plan:
+        if "Routes Taken:" in str(line):
+            for route, n in re.findall(r"(.+?) x(\d+)(?:, |$)", line.split(":", 1)[1].strip()):
+                routes[route] += int(n)
+    if getattr(q, "cursor", False):
+        got = attempt(conn, lambda: through_cursor(conn, q.sql, params, " FOR " not in q.sql))
+    else:
+        got = attempt(conn, lambda: fetch(q.sql, params, generic))
+
+    def oracle():
+        cur.execute("SET LOCAL alerts.custom_scan = off")
+        rows = fetch(q.sql, params)
+        cur.execute("SET LOCAL alerts.custom_scan = on")
+        return rows
+    return got, attempt(conn, oracle), used
 
 
 def through_cursor(conn, sql, params, read_only):
@@ -208,7 +227,7 @@ def through_cursor(conn, sql, params, read_only):
     queries) is read again from its start (backwards first), and must give
     the same rows."""
     scroll = read_only and rng.random() < 0.5
-    with conn.transaction(), conn.cursor(name="diff", scrollable=scroll) as c:
+    with conn.cursor(name="diff", scrollable=scroll) as c:
         c.execute(sql, params)
         rows = []
         while chunk := c.fetchmany(7):
@@ -223,30 +242,37 @@ def through_cursor(conn, sql, params, read_only):
         return rows
 
 
-def main():
-    with psycopg.connect(dbname="postgres", autocommit=True, **ADMIN) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {DB}")
-        admin.execute(f"CREATE DATABASE {DB}")
-    with psycopg.connect(dbname=DB, autocommit=True, **ADMIN) as conn:
-        conn.execute("CREATE EXTENSION alerts")
-        conn.execute("SET TimeZone = 'UTC'")
-        icu = conn.execute("SELECT count(*) > 0 FROM pg_collation WHERE collname = 'und-x-icu'").fetchone()[0]
-        if not icu:
-            print("  SKIPPED one layout: ids in an ICU collation (this server was built without ICU)")
-        ids = load(conn, icu)
-        # a role that row-level security policies hold to (on a plain
-        # table and on a partitioned one), for some of the queries
+def setup(conn):
+    """The tables, the rows and (not on Citus) the role under row-level
+    security; returns the tables and some ids for cursors."""
+    conn.execute("SET TimeZone = 'UTC'")
+    icu = conn.execute("SELECT count(*) > 0 FROM pg_collation WHERE collname = 'und-x-icu'").fetchone()[0]
+    if not icu:
+        print("  SKIPPED one layout: ids in an ICU collation (this server was built without ICU)")
+    tables, ids = load(conn, icu, CITUS)
+    if not CITUS:
         conn.execute("DROP ROLE IF EXISTS d_reader")
         conn.execute("CREATE ROLE d_reader")
         conn.execute("GRANT SELECT, UPDATE ON ALL TABLES IN SCHEMA public TO d_reader")
         for t in ("d_keys", "d_by_time"):
             conn.execute(f"ALTER TABLE {t} ENABLE ROW LEVEL SECURITY")
             conn.execute(f"CREATE POLICY not_four ON {t} USING (priority_id <> 4)")
-        conn.execute("LOAD 'alerts'")
-        tables = list(layouts(icu))
-        counts = collections.Counter()
-        failures = []
-        routes = collections.Counter()
+    else:
+        conn.execute("SET citus.propagate_set_commands = 'local'")
+    conn.execute("LOAD 'alerts'")
+    return tables, ids
+
+
+def main():
+    if not CITUS:
+        with psycopg.connect(dbname="postgres", autocommit=True, **ADMIN) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {DB}")
+            admin.execute(f"CREATE DATABASE {DB}")
+    with psycopg.connect(dbname=DB, autocommit=True, **ADMIN) as conn:
+        if not CITUS:
+            conn.execute("CREATE EXTENSION alerts")
+        tables, ids = setup(conn)
+        counts, routes, failures = collections.Counter(), collections.Counter(), []
         for i in range(QUERIES):
             if i % 40 == 39:
                 counts["mutation", mutate(conn, rng.choice(tables))] += 1
@@ -256,20 +282,22 @@ def main():
             # a generic plan runs again with other values
             runs = [q.params] + ([q.draw() for _ in range(2)] if generic and q.kind == "plain" else [])
             # some queries in a transaction that wrote rows first (its own
-            # rows visible, rolled back after)
-            own = rng.random() < 0.05
+            # rows visible, rolled back after), some as the role under
+            # row-level security
+            own, role = rng.random() < 0.05, rng.random() < 0.15 and not CITUS
             with conn.transaction(force_rollback=True) if own else contextlib.nullcontext():
                 if own:
                     counts["mutation", mutate(conn, table, ("update", "delete", "insert")) + " (uncommitted)"] += 1
-                role = rng.random() < 0.15
                 if role:
                     conn.execute("SET ROLE d_reader")
                 for params in runs:
                     got, want, used = run(conn, q, params, generic, routes)
                     counts[(q.kind, table)] += 1
-                    if used:
-                        counts[("node", table)] += 1
-                    if got != want:
+                    counts[("node", table)] += bool(used)
+                    if got[:1] == want[:1] and got and got[0][0] == "ERROR":
+                        counts["errors", ""] += 1
+                        counts["error", got[0][2][:90]] += 1
+                    if got != want or (got and got[0][0] == "ERROR" and not CITUS):
                         failures.append(q)
                         if len(failures) <= 5:
                             print(f"DIFFERENT ({'generic' if generic else 'custom'} plan{', as d_reader' if role else ''}): "
@@ -277,15 +305,22 @@ def main():
                                   f"  got {len(got)} rows {got[:4]}...\n  want {len(want)} rows {want[:4]}...")
                 if role:
                     conn.execute("RESET ROLE")
-        for table in tables:
-            print(f"  {table}: {counts[('plain', table)]} plain-SQL queries ({counts[('node', table)]} through the "
-                  f"custom scan), {counts[('search', table)]} alerts_search calls")
-        print("  changes between queries: " + ", ".join(f"{k[1]} {n}" for k, n in sorted(counts.items()) if k[0] == "mutation"))
-        print("  routes the custom scan's pages took: " + ", ".join(f"{r} {n}" for r, n in routes.most_common()))
-        plain = sum(counts[("plain", t)] for t in tables)
-        node = sum(counts[("node", t)] for t in tables)
+    report(tables, counts, routes, failures)
+
+
+def report(tables, counts, routes, failures):
+    for table in tables:
+        print(f"  {table}: {counts[('plain', table)]} plain-SQL queries ({counts[('node', table)]} through the "
+              f"custom scan), {counts[('search', table)]} alerts_search calls")
+    print("  changes between queries: " + ", ".join(f"{k[1]} {n}" for k, n in sorted(counts.items()) if k[0] == "mutation"))
+    print("  routes the custom scan's pages took: " + ", ".join(f"{r} {n}" for r, n in routes.most_common()))
+    if CITUS:
+        print(f"  statements Citus refused with and without the custom scan alike: {counts['errors', '']}: "
+              + "; ".join(f"{k[1]} ({n})" for k, n in counts.most_common() if k[0] == "error"))
+    plain = sum(counts[("plain", t)] for t in tables)
+    node = sum(counts[("node", t)] for t in tables)
     if failures:
-        print(f"FAIL: {len(failures)} runs of {QUERIES} queries differ from Postgres' own plan "
+        print(f"FAIL: {len(failures)} runs of {QUERIES} queries differ from Postgres' own plan or failed "
               f"(seed {SEED}; database {DB} kept to reproduce them)")
         sys.exit(1)
     if node * 2 < plain:
@@ -295,7 +330,12 @@ def main():
     if missing:
         print(f"FAIL: no page took the route(s) {', '.join(missing)}: the test no longer reaches them")
         sys.exit(1)
-    if not os.environ.get("ALERTS_DIFF_KEEP"):
+    if os.environ.get("ALERTS_DIFF_KEEP"):
+        pass
+    elif CITUS:  # the cluster's database stays; its shards of these go
+        with psycopg.connect(dbname=DB, autocommit=True, **ADMIN) as conn:
+            conn.execute("DROP TABLE IF EXISTS d_stage, d_src, d_dups, " + ", ".join(tables) + " CASCADE")
+    else:
         with psycopg.connect(dbname="postgres", autocommit=True, **ADMIN) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {DB}")
             admin.execute("DROP ROLE IF EXISTS d_reader")
