@@ -40,10 +40,12 @@ FILTERS = [
     {"team": "t2", "env": "prod"}, {"team": "rare", "env": "dev"}, {"env": "staging"}, {"feature": "a"},
     {"feature": ["a"]}, {"feature": ["b", "c"]}, {"feature": []}, {"n": 1}, {"n": 1.0}, {"n": "1"}, {"n": 0},
     {"flag": True}, {"flag": "true"}, {"nested": {"x": 1}}, {"nested": {}}, {"nested": [1, [2]]}, {}, {"dup": True},
+    # what @> takes and a filter refuses: null, values that are not objects
+    {"flag": None}, ["a"], "t0", 1, {"nested": {"x": [1]}},
 ]
-# one-of arrays: only alerts_attrs_match reads them so (and refuses an
-# array inside one)
-MATCH_FILTERS = [f for f in FILTERS if f != {"nested": [1, [2]]}] + [{"team": ["rare", "t5"]}, {"team": ["uncommon", "none"], "env": "prod"},
+# one-of arrays: only alerts_attrs_match reads them so (it refuses an
+# array inside one, null, a filter that is not an object)
+MATCH_FILTERS = [f for f in FILTERS if isinstance(f, dict) and f not in ({"nested": [1, [2]]}, {"flag": None})] + [{"team": ["rare", "t5"]}, {"team": ["uncommon", "none"], "env": "prod"},
                            {"feature": ["a", "d"]}, {"n": [1, "1"]}, {"k": []}]
 
 
