@@ -17,6 +17,9 @@ import psycopg
 
 # seeded by differential.py
 rng = random.Random()
+# A ULID of a time, its random part from a hash of `salt`: the same
+# rows, and the same failures, for the same seed.
+ULID = "left(alerts_ulid_floor({time}), 10) || upper(left(md5(({salt})::text), 16))"
 
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)
 DAYS = 540
@@ -145,11 +148,11 @@ def load(conn, icu, citus):
         with cur.copy("COPY d_stage (organisation_id, created_at, priority_id, attribute_values, kind) FROM STDIN") as cp:
             for r in rows:
                 cp.write_row(r)
-        cur.execute("""CREATE TABLE d_src AS SELECT CASE kind
-              WHEN 'ulid' THEN alerts_ulid(created_at) WHEN 'lower' THEN lower(alerts_ulid(created_at))
-              WHEN 'nine' THEN '9' || md5(random()::text) WHEN 'low' THEN '!' || md5(random()::text)
+        cur.execute(f"""CREATE TABLE d_src AS SELECT CASE kind
+              WHEN 'ulid' THEN ulid WHEN 'lower' THEN lower(ulid)
+              WHEN 'nine' THEN '9' || md5(n || 'nine') WHEN 'low' THEN '!' || md5(n || 'low')
               ELSE '0' || n END COLLATE "C" AS id, organisation_id, created_at, priority_id, attribute_values
-            FROM d_stage""")
+            FROM d_stage, LATERAL (SELECT {ULID.format(time="created_at", salt="n")} AS ulid) u""")
         # a few repeated ids, for the table that allows them
         cur.execute("""CREATE TABLE d_dups AS SELECT id, organisation_id, created_at, priority_id,
               attribute_values || jsonb_build_object('dup', true) AS attribute_values
@@ -213,7 +216,7 @@ def mutate(conn, table, kinds=("update", "delete", "insert", "index", "vacuum", 
             cur.execute(f"DELETE FROM {table} WHERE md5(id || %s) < '008'", [str(rng.random())])
         elif kind == "insert":  # values written in (Citus plans no parameters here)
             cur.execute(f"INSERT INTO {table} (id, organisation_id, created_at, priority_id, attribute_values) "
-                        f"SELECT alerts_ulid(t), '{tenant()}', t, 1 + g % 4, "
+                        f"SELECT {ULID.format(time='t', salt=repr(str(rng.random())) + ' || g')}, '{tenant()}', t, 1 + g % 4, "
                         f"jsonb_build_object('team', '{rng.choice(['rare', 't0', 'uncommon'])}'::text, 'env', 'prod') "
                         f"FROM generate_series(1, 40) g, LATERAL (SELECT '{day()}'::timestamptz + g * interval '1 hour' AS t) x")
         elif kind == "index":

@@ -277,7 +277,11 @@ def main():
         counts, routes, failures = collections.Counter(), collections.Counter(), []
         for i in range(QUERIES):
             if i % 40 == 39:
-                counts["mutation", mutate(conn, rng.choice(tables))] += 1
+                # made in this session or in another one (whose DDL reaches
+                # this session's caches only as invalidations)
+                other = rng.random() < 0.5
+                with psycopg.connect(dbname=DB, autocommit=True, **ADMIN) if other else contextlib.nullcontext(conn) as by:
+                    counts["mutation", mutate(by, rng.choice(tables)) + (" (another session)" if other else "")] += 1
             table = rng.choice(tables)
             q = search_query(table, ids) if rng.random() < 0.25 else plain_query(table, ids)
             generic = rng.random() < 0.3 and "%s" in q.sql
