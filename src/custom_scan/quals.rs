@@ -24,8 +24,6 @@ const TEXT_LT: u32 = 664;
 const TEXT_GT: u32 = 666;
 const TEXT_GE: u32 = 667;
 const TEXT_LE: u32 = 665;
-/// The collations that compare text byte by byte ("C", "POSIX").
-const BYTEWISE_COLLATIONS: [u32; 2] = [950, 951];
 const JSONB_CONTAINS: u32 = 3246;
 const JSONB_CONTAINED: u32 = 3250;
 
@@ -224,7 +222,7 @@ unsafe fn operator(
                 found.upper.push(value as *mut pg_sys::Expr);
                 return true;
             }
-            TEXT_LE if id_bound && BYTEWISE_COLLATIONS.contains(&u32::from(collation)) => {
+            TEXT_LE if id_bound && cols.ids_bytewise() => {
                 found.upper_inclusive.push(value as *mut pg_sys::Expr);
             }
             JSONB_CONTAINS if is_column(column, varno, cols.attrs) => found

@@ -112,6 +112,7 @@ impl<'a> Args<'a> {
                 gin: indexes.gin && jsonpath.is_some(),
             },
             jsonpath,
+            ids_bytewise: indexes.direct.is_some_and(|l| l.cols.ids_bytewise()),
             ascending: self.ascending,
         }
     }

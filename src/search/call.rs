@@ -31,6 +31,9 @@ pub struct Call<'a> {
     pub before: Datum,
     pub first_page: bool,
     pub paths: RarePaths,
+    /// Ids compare byte by byte (a direct walk of a `C` or `POSIX` id):
+    /// false where unknown, which only costs the rare paths a shortcut.
+    pub ids_bytewise: bool,
     /// The filter as one GIN jsonpath, when it has that form.
     pub jsonpath: Option<std::sync::Arc<str>>,
     /// Oldest first; None: newest first, below `before`.

@@ -196,6 +196,13 @@ impl Columns {
     pub fn leading(&self) -> [(AttrNumber, Oid); 2] {
         [(self.org, self.org_collation), (self.id, self.id_collation)]
     }
+
+    /// Whether ids compare byte by byte (`C`, `POSIX`): then an id's bytes
+    /// bound the weeks of the ids beside it (`alerts_core::keys::week_bound`).
+    pub fn ids_bytewise(&self) -> bool {
+        const BYTEWISE_COLLATIONS: [u32; 2] = [950, 951];
+        BYTEWISE_COLLATIONS.contains(&u32::from(self.id_collation))
+    }
 }
 
 /// The search's columns of a relation, from its tuple descriptor; None

@@ -19,7 +19,7 @@
 //! newest-first pages only; an oldest-first page always walks a first
 //! chunk.
 
-use alerts_core::keys::{clause_keys, week_at_most, week_floor};
+use alerts_core::keys::{clause_keys, week_bound, week_floor};
 use alerts_core::walk::{first_chunk, leave_walk, next_chunk, WeekRanges};
 use pgrx::pg_sys::Datum;
 
@@ -99,9 +99,8 @@ unsafe fn rest_of_page(
 ) {
     // SAFETY: as fill's.
     unsafe {
-        if call.paths.keys {
+        if call.paths.keys && by_keys(st, call, walker, lower, page, weeks) {
             trace::rare_path(true);
-            by_keys(st, call, walker, lower, page, weeks);
             return;
         }
         super::rare::gin_or_walk(call, walker, page, |path, want| {
@@ -126,6 +125,9 @@ unsafe fn rest_of_page(
 /// full or the window's newest entry is read. Each range is bounded by ids
 /// (each row belongs to exactly one range; ids without a week are found by
 /// their own keys in whichever range holds them) and checked exactly.
+/// False, having read nothing, when the window's newest entry gives no
+/// week (an id that is not a ULID, in another collation than `C`:
+/// `week_bound`).
 unsafe fn by_keys(
     st: &mut Statements,
     call: &Call,
@@ -133,22 +135,28 @@ unsafe fn by_keys(
     mut lower: Lower,
     page: &mut Page,
     first_weeks: u64,
-) {
+) -> bool {
     let upper = ascending(call).upper;
+    let bound = |id: &[u8]| week_bound(id, call.ids_bytewise);
     // SAFETY: as fill's.
     unsafe {
         // The weeks between the oldest and the newest entry left in the
         // window (one index descent each).
         let Some(first) = walker.edge(lower, upper, true) else {
-            return; // nothing left in the window
+            return true; // nothing left in the window
         };
         let Some(last) = walker.edge(lower, upper, false) else {
-            return;
+            return true;
         };
         // The greatest week at or below an id: the first range starts at
-        // the oldest entry's, and no entry lies between `lower` and it.
-        let lo = week_at_most(&first).unwrap_or(0);
-        let hi = week_at_most(&last).unwrap_or(0).max(lo);
+        // the oldest entry's (or at the first week, when its id does not
+        // tell), and no entry lies between `lower` and it. The last ends
+        // at the newest entry's: without it the weeks have no end.
+        let Some(hi) = bound(&last) else {
+            return false;
+        };
+        let lo = bound(&first).flatten().unwrap_or(0);
+        let hi = hi.unwrap_or(0).max(lo);
         let tenant = crate::datum::varlena_bytes(call.org).to_vec();
         let mut ranges = WeekRanges::new(lo, hi, first_weeks, false);
         while let Some((start, end)) = ranges.next_range() {
@@ -171,18 +179,22 @@ unsafe fn by_keys(
                 by_statement(st, call, lower, range_upper, page);
             }
             if page.is_full() {
-                return;
+                return true;
             }
             lower = (text_of(&week_floor(end + 1)), false);
             if ranges.far() {
                 // Far from the window's end: skip the weeks without a row,
-                // to the week of the next entry (one index descent).
+                // to the week of the next entry (one index descent), when
+                // its id tells.
                 let Some(next) = walker.edge(lower, upper, true) else {
-                    return;
+                    return true;
                 };
-                ranges.skip_to(week_at_most(&next).unwrap_or(end + 1));
+                if let Some(week) = bound(&next) {
+                    ranges.skip_to(week.unwrap_or(end + 1));
+                }
             }
         }
+        true
     }
 }
 

@@ -41,6 +41,8 @@ def months(first, last):
 def layouts(icu):
     """name -> the statements that make it (the bloom trigger and the
     pagination index follow for every table)."""
+    # ids ordered by an ICU collation, not byte by byte
+    icu_columns = (COLUMNS % 512).replace('COLLATE "C"', 'COLLATE "und-x-icu"', 1)
     ddl = {}
     ddl["d_keys"] = [f"CREATE TABLE d_keys ({COLUMNS % 512}, PRIMARY KEY (id))",
                      "CREATE INDEX ON d_keys USING gin (alerts_keys(organisation_id, id, attribute_values))"]
@@ -49,12 +51,15 @@ def layouts(icu):
     ddl["d_bare"] = [f"CREATE TABLE d_bare ({COLUMNS % 128}, PRIMARY KEY (id))"]
     ddl["d_repeat"] = [f"CREATE TABLE d_repeat ({COLUMNS % 128})",
                        "CREATE INDEX ON d_repeat USING gin (alerts_keys(organisation_id, id, attribute_values))"]
-    by_id = [f"CREATE TABLE d_by_id ({COLUMNS % 256}, PRIMARY KEY (id)) PARTITION BY RANGE (id)"]
+    # by id ranges; and again with ids in an ICU collation, where the
+    # partitions hold other ids (a lowercase ULID goes with its time)
     bounds = ["MINVALUE"] + [f"alerts_ulid_floor('{m.isoformat()}')" for m in months((2025, 1), (2026, 7))[::2]] + ["'8'", "MAXVALUE"]
-    for i, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
-        by_id.append(f"CREATE TABLE d_by_id_{i} PARTITION OF d_by_id FOR VALUES FROM ({lo}) TO ({hi})")
-    by_id.append("CREATE INDEX ON d_by_id USING gin (alerts_keys(organisation_id, id, attribute_values))")
-    ddl["d_by_id"] = by_id
+    for name, columns in [("d_by_id", COLUMNS % 256)] + ([("d_by_id_icu", icu_columns)] if icu else []):
+        by_id = [f"CREATE TABLE {name} ({columns}, PRIMARY KEY (id)) PARTITION BY RANGE (id)"]
+        for i, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+            by_id.append(f"CREATE TABLE {name}_{i} PARTITION OF {name} FOR VALUES FROM ({lo}) TO ({hi})")
+        by_id.append(f"CREATE INDEX ON {name} USING gin (alerts_keys(organisation_id, id, attribute_values))")
+        ddl[name] = by_id
     by_time = [f"CREATE TABLE d_by_time ({COLUMNS % 512}, PRIMARY KEY (id, created_at)) PARTITION BY RANGE (created_at)"]
     quarters = months((2025, 1), (2026, 4))[::3]
     for i, (lo, hi) in enumerate(zip(quarters, quarters[1:])):
@@ -70,10 +75,8 @@ def layouts(icu):
             two.append(f"CREATE TABLE d_two_{i}_h{h} PARTITION OF d_two_{i} FOR VALUES WITH (MODULUS 2, REMAINDER {h})")
     two.append("CREATE INDEX ON d_two USING gin (attribute_values jsonb_path_ops)")
     ddl["d_two"] = two
-    # ids ordered by an ICU collation, not byte by byte
     if icu:  # a server built with ICU
-        columns = (COLUMNS % 512).replace('COLLATE "C"', 'COLLATE "und-x-icu"', 1)
-        ddl["d_icu"] = [f"CREATE TABLE d_icu ({columns}, PRIMARY KEY (id))",
+        ddl["d_icu"] = [f"CREATE TABLE d_icu ({icu_columns}, PRIMARY KEY (id))",
                         "CREATE INDEX ON d_icu USING gin (alerts_keys(organisation_id, id, attribute_values))"]
     # partitions whose columns are not the parent's: another order, a
     # dropped column (rows are converted to the parent's layout)

@@ -84,6 +84,22 @@ pub fn week_at_most(id: &[u8]) -> Option<u64> {
     None
 }
 
+/// What an id tells of the weeks of the ids that sort beside it, where ids
+/// compare byte by byte (`bytewise`: `C`, `POSIX`) or in another collation
+/// (ICU, a libc locale). Byte by byte, [`week_at_most`]: `Some(None)` when
+/// no id with a week sorts at or below it. In another collation only an
+/// id's own week says anything: there a lowercase ULID sorts among the
+/// uppercase ones of its time (past every `01Z...` byte by byte), and a
+/// locale may skip punctuation; `None` (nothing known) for an id without
+/// a week, and the search bounds its weeks some other way.
+pub fn week_bound(id: &[u8], bytewise: bool) -> Option<Option<u64>> {
+    if bytewise {
+        Some(week_at_most(id))
+    } else {
+        time_of_id(id).map(|ms| Some(ms / WEEK_MS))
+    }
+}
+
 /// The smallest id prefix of a week: every id whose week is `week` or later
 /// sorts at or after it, every id of an earlier week before it.
 pub fn week_floor(week: u64) -> [u8; TIME_CHARS] {
@@ -228,6 +244,20 @@ mod tests {
         assert_eq!(week_of_id(b"short"), NO_WEEK);
         assert_eq!(week_of_id(b"0000000000"), 0);
         assert_eq!(&week_floor(0), b"0000000000");
+    }
+
+    #[test]
+    fn week_bound_trusts_bytes_only_byte_by_byte() {
+        let a = ulid::encode(1_700_000_000_000, 5);
+        let lower = a.to_ascii_lowercase();
+        for bytewise in [true, false] {
+            assert_eq!(week_bound(&a, bytewise), Some(Some(week_of_id(&a))));
+        }
+        assert_eq!(week_bound(&lower, true), Some(week_at_most(&lower)));
+        assert_eq!(week_bound(&lower, false), None);
+        assert_eq!(week_bound(b"!", true), Some(None));
+        assert_eq!(week_bound(b"!", false), None);
+        assert_eq!(week_bound(b"order-17", false), None);
     }
 
     #[test]
