@@ -2,6 +2,7 @@
 //! the table offers for its filter (`Call`), and the bounds of a page read
 //! oldest first (`Ascending`).
 
+use alerts_core::keys::week_bound;
 use alerts_core::walk::RarePaths;
 use alerts_core::Filter;
 use pgrx::pg_sys::{self, Datum};
@@ -41,6 +42,12 @@ pub struct Call<'a> {
 }
 
 impl Call<'_> {
+    /// What id `id` tells of the weeks of the ids beside it in this
+    /// table's order (`alerts_core::keys::week_bound`): None, nothing.
+    pub fn week_bound(&self, id: &[u8]) -> Option<Option<u64>> {
+        week_bound(id, self.ids_bytewise)
+    }
+
     /// Runs one of the statements that check rows exactly, whose last
     /// parameter is the column filter, with `args` before it.
     ///

@@ -19,7 +19,7 @@
 //! newest-first pages only; an oldest-first page always walks a first
 //! chunk.
 
-use alerts_core::keys::{clause_keys, week_bound, week_floor};
+use alerts_core::keys::{clause_keys, week_floor};
 use alerts_core::walk::{first_chunk, leave_walk, next_chunk, WeekRanges};
 use pgrx::pg_sys::Datum;
 
@@ -127,7 +127,7 @@ unsafe fn rest_of_page(
 /// their own keys in whichever range holds them) and checked exactly.
 /// False, having read nothing, when the window's newest entry gives no
 /// week (an id that is not a ULID, in another collation than `C`:
-/// `week_bound`).
+/// `Call::week_bound`).
 unsafe fn by_keys(
     st: &mut Statements,
     call: &Call,
@@ -137,7 +137,6 @@ unsafe fn by_keys(
     first_weeks: u64,
 ) -> bool {
     let upper = ascending(call).upper;
-    let bound = |id: &[u8]| week_bound(id, call.ids_bytewise);
     // SAFETY: as fill's.
     unsafe {
         // The weeks between the oldest and the newest entry left in the
@@ -152,10 +151,10 @@ unsafe fn by_keys(
         // the oldest entry's (or at the first week, when its id does not
         // tell), and no entry lies between `lower` and it. The last ends
         // at the newest entry's: without it the weeks have no end.
-        let Some(hi) = bound(&last) else {
+        let Some(hi) = call.week_bound(&last) else {
             return false;
         };
-        let lo = bound(&first).flatten().unwrap_or(0);
+        let lo = call.week_bound(&first).flatten().unwrap_or(0);
         let hi = hi.unwrap_or(0).max(lo);
         let tenant = crate::datum::varlena_bytes(call.org).to_vec();
         let mut ranges = WeekRanges::new(lo, hi, first_weeks, false);
@@ -189,7 +188,7 @@ unsafe fn by_keys(
                 let Some(next) = walker.edge(lower, upper, true) else {
                     return true;
                 };
-                if let Some(week) = bound(&next) {
+                if let Some(week) = call.week_bound(&next) {
                     ranges.skip_to(week.unwrap_or(end + 1));
                 }
             }

@@ -3,7 +3,7 @@
 //! one jsonpath scan of a GIN index on the attributes, else (neither index)
 //! the walk without a chunk bound.
 
-use alerts_core::keys::{clause_keys, week_bound, week_floor, week_of_id, NO_WEEK};
+use alerts_core::keys::{clause_keys, week_floor, week_of_id, NO_WEEK};
 use alerts_core::walk::{WeekRanges, FIRST_WEEKS};
 use pgrx::pg_sys::Datum;
 
@@ -78,7 +78,7 @@ pub unsafe fn gin_or_walk(
 /// full or the window's oldest week is read. Every range is bounded by ids
 /// (each row belongs to exactly one range) and checked exactly. Returns
 /// false, having written nothing, when the window's ends are not ULIDs (no
-/// weeks to walk; in another collation than `C`, see `week_bound`).
+/// weeks to walk; in another collation than `C`, see `Call::week_bound`).
 unsafe fn by_keys(
     st: &mut Statements,
     call: &Call,
@@ -87,7 +87,6 @@ unsafe fn by_keys(
     page: &mut Page,
     first_weeks: u64,
 ) -> bool {
-    let weeks_of = |id: &[u8]| week_bound(id, call.ids_bytewise);
     // SAFETY: SPI is connected by the caller; datums are live.
     unsafe {
         // The window's weeks: from the cursor's (or the tenant's newest
@@ -108,7 +107,7 @@ unsafe fn by_keys(
             let Some(newest) = walker.end_id(cursor, true) else {
                 return true; // nothing in the window below the cursor
             };
-            match weeks_of(&newest) {
+            match call.week_bound(&newest) {
                 Some(week) => hi = hi.min(week.unwrap_or(lo)),
                 None if hi == NO_WEEK => return false,
                 None => {}
@@ -169,7 +168,7 @@ unsafe fn by_keys(
                 let Some(newest) = walker.end_id(upper, true) else {
                     return true; // nothing left in the window
                 };
-                if let Some(week) = weeks_of(&newest) {
+                if let Some(week) = call.week_bound(&newest) {
                     ranges.skip_to(week.unwrap_or(lo));
                 }
             }

@@ -135,6 +135,11 @@ def generated(statement):
     return statement
 
 
+def drop(conn, tables):
+    """The staging tables and `tables`, if there."""
+    conn.execute("DROP TABLE IF EXISTS d_stage, d_src, d_dups, " + ", ".join(tables) + " CASCADE")
+
+
 def load(conn, icu, citus):
     """The staged rows, then every layout filled from them (on Citus each
     distributed by organisation_id, its key holding it; a layout Citus
@@ -145,7 +150,7 @@ def load(conn, icu, citus):
             ts = START + timedelta(seconds=rng.randrange(DAYS * 86400))
             rows.append((org, ts, rng.randint(1, 4), json.dumps(attributes()), id_kind()))
     with conn.cursor() as cur:
-        cur.execute("DROP TABLE IF EXISTS d_stage, d_src, d_dups, " + ", ".join(layouts(icu)) + " CASCADE")
+        drop(conn, layouts(icu))
         cur.execute("CREATE TABLE d_stage (n serial, organisation_id text, created_at timestamptz, priority_id int, "
                     "attribute_values jsonb, kind text)")
         with cur.copy("COPY d_stage (organisation_id, created_at, priority_id, attribute_values, kind) FROM STDIN") as cp:

@@ -22,7 +22,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from diff_tables import REPEATS, day, load, mutate, rng, tenant  # noqa: E402
+from diff_tables import REPEATS, day, drop, load, mutate, rng, tenant  # noqa: E402
 
 for var, default in (("PGHOST", "/tmp"), ("PGPORT", "5415"), ("PGUSER", "postgres")):
     os.environ.setdefault(var, default)
@@ -378,7 +378,7 @@ def report(tables, counts, routes, failures):
         pass
     elif CITUS:  # the cluster's database stays; its shards of these go
         with psycopg.connect(dbname=DB, autocommit=True, **ADMIN) as conn:
-            conn.execute("DROP TABLE IF EXISTS d_stage, d_src, d_dups, " + ", ".join(tables) + " CASCADE")
+            drop(conn, tables)
     else:
         with psycopg.connect(dbname="postgres", autocommit=True, **ADMIN) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {DB}")
