@@ -211,29 +211,36 @@ def run(conn, q, params, generic, routes):
         if "Routes Taken:" in str(line):
             for route, n in re.findall(r"(.+?) x(\d+)(?:, |$)", line.split(":", 1)[1].strip()):
                 routes[route] += int(n)
-    if getattr(q, "cursor", False):
-        got = attempt(conn, lambda: through_cursor(conn, q.sql, params, " FOR " not in q.sql))
-    else:
-        got = attempt(conn, lambda: fetch(q.sql, params, generic))
 
     def oracle():
         cur.execute("SET LOCAL alerts.custom_scan = off")
         rows = fetch(q.sql, params)
         cur.execute("SET LOCAL alerts.custom_scan = on")
         return rows
+    if getattr(q, "cursor", False):
+        # a read-only cursor keeps the snapshot it was opened with while
+        # another session commits changes to its table between two reads:
+        # the oracle runs first, on the same rows
+        between = getattr(q, "between", None) if " FOR " not in q.sql else None
+        want = attempt(conn, oracle) if between else None
+        got = attempt(conn, lambda: through_cursor(conn, q.sql, params, " FOR " not in q.sql, between))
+        return got, want if between else attempt(conn, oracle), used
+    got = attempt(conn, lambda: fetch(q.sql, params, generic))
     return got, attempt(conn, oracle), used
 
 
-def through_cursor(conn, sql, params, read_only):
-    """The rows of a cursor read 7 at a time; a scrollable one (read-only
-    queries) is read again from its start (backwards first), and must give
-    the same rows."""
+def through_cursor(conn, sql, params, read_only, between=None):
+    """The rows of a cursor read 7 at a time (`between` called after the
+    first 7); a scrollable one (read-only queries) is read again from its
+    start (backwards first), and must give the same rows."""
     scroll = read_only and rng.random() < 0.5
     with conn.cursor(name="diff", scrollable=scroll) as c:
         c.execute(sql, params)
         rows = []
         while chunk := c.fetchmany(7):
             rows += chunk
+            if between and len(rows) == 7:
+                between()
         if scroll and rows:
             c.scroll(-min(len(rows), 3))
             back = c.fetchall()
@@ -322,34 +329,69 @@ def main():
                     counts["mutation", mutate(by, rng.choice(tables)) + (" (another session)" if other else "")] += 1
             table = rng.choice(tables)
             q = search_query(table, ids) if rng.random() < 0.25 else plain_query(table, ids)
-            generic = rng.random() < 0.3 and "%s" in q.sql
-            # a generic plan runs again with other values
-            runs = [q.params] + ([q.draw() for _ in range(2)] if generic and q.kind == "plain" else [])
-            # some queries in a transaction that wrote rows first (its own
-            # rows visible, rolled back after), some as the role under
-            # row-level security
-            own, role = rng.random() < 0.05, rng.random() < 0.15 and not CITUS
-            with conn.transaction(force_rollback=True) if own else contextlib.nullcontext():
-                if own:
-                    counts["mutation", mutate(conn, table, ("update", "delete", "insert")) + " (uncommitted)"] += 1
-                if role:
-                    conn.execute("SET ROLE d_reader")
-                for params in runs:
-                    got, want, used = run(conn, q, params, generic, routes)
-                    counts[(q.kind, table)] += 1
-                    counts[("node", table)] += bool(used)
-                    if got[:1] == want[:1] and got and got[0][0] == "ERROR":
-                        counts["errors", ""] += 1
-                        counts["error", got[0][2][:90]] += 1
-                    if got != want or (got and got[0][0] == "ERROR" and not CITUS):
-                        failures.append(q)
-                        if len(failures) <= 5:
-                            print(f"DIFFERENT ({'generic' if generic else 'custom'} plan{', as d_reader' if role else ''}): "
-                                  f"{q.sql}\n  params: {params!r}\n"
-                                  f"  got {len(got)} rows {got[:4]}...\n  want {len(want)} rows {want[:4]}...")
-                if role:
-                    conn.execute("RESET ROLE")
+            check(conn, q, table, counts, routes, failures)
     report(tables, counts, routes, failures)
+
+
+def check(conn, q, table, counts, routes, failures):
+    """Runs `q` (and again, generic plans with other values) against the
+    oracle. Some queries run in a transaction that wrote rows first (its
+    own rows visible, rolled back after), some in a REPEATABLE READ one
+    where another session commits changes to the table before they run
+    again (the same rows again), some as the role under row-level security;
+    a cursor may see another session's changes between two reads."""
+    generic = rng.random() < 0.3 and "%s" in q.sql
+    runs = [q.params] + ([q.draw() for _ in range(2)] if generic and q.kind == "plain" else [])
+    own, role = rng.random() < 0.05, rng.random() < 0.15 and not CITUS
+    snap = not own and not CITUS and rng.random() < 0.05 and " FOR " not in q.sql
+
+    def change():
+        with psycopg.connect(dbname=DB, autocommit=True, **ADMIN) as other:
+            counts["mutation", mutate(other, table, ("update", "delete", "insert")) + " (committed meanwhile)"] += 1
+    if not CITUS and not own and rng.random() < 0.5:  # (own rows: the change would wait for them)
+        q.between = change
+    with conn.transaction(force_rollback=True) if own or snap else contextlib.nullcontext():
+        if snap:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        if own:
+            counts["mutation", mutate(conn, table, ("update", "delete", "insert")) + " (uncommitted)"] += 1
+        if role:
+            conn.execute("SET ROLE d_reader")
+        for params in runs:
+            got, want, used = run(conn, q, params, generic, routes)
+            counts[(q.kind, table)] += 1
+            counts[("node", table)] += bool(used)
+            if got[:1] == want[:1] and got and got[0][0] == "ERROR":
+                counts["errors", ""] += 1
+                counts["error", got[0][2][:90]] += 1
+            note = ""
+            if getattr(q, "cursor", False) and getattr(q, "between", None) and got == want:
+                counts["moved", ""] += fresh(q, params, role) != want
+            if snap and got == want:
+                change()
+                again, want_again, _ = run(conn, q, params, generic, routes)
+                counts["moved", ""] += fresh(q, params, role) != want
+                if (again, want_again) != (got, want):  # against the rows before the change
+                    got, want = (again, got) if again != got else (want_again, want)
+                    note = ", again after a change committed meanwhile"
+            if got != want or (got and got[0][0] == "ERROR" and not CITUS):
+                failures.append(q)
+                if len(failures) <= 5:
+                    print(f"DIFFERENT ({'generic' if generic else 'custom'} plan{', as d_reader' if role else ''}{note}"
+                          f"{', in REPEATABLE READ' if snap else ''}): {q.sql}\n  params: {params!r}\n"
+                          f"  got {len(got)} rows {got[:4]}...\n  want {len(want)} rows {want[:4]}...")
+        if role:
+            conn.execute("RESET ROLE")
+
+
+def fresh(q, params, role):
+    """The oracle's rows in a new session: whether a change committed
+    meanwhile moved the answer (so that the checks of snapshots check)."""
+    with psycopg.connect(dbname=DB, autocommit=True, **ADMIN) as other:
+        other.execute("SET alerts.custom_scan = off; SET TimeZone = 'UTC'")
+        if role:
+            other.execute("SET ROLE d_reader")
+        return attempt(other, lambda: other.execute(*(q.want if q.kind == "search" else (q.sql, params))).fetchall())
 
 
 def report(tables, counts, routes, failures):
@@ -370,7 +412,11 @@ def report(tables, counts, routes, failures):
     if node * 2 < plain:
         print(f"FAIL: the custom scan answered only {node} of {plain} plain-SQL queries: the test no longer tests it")
         sys.exit(1)
+    if not CITUS:
+        print(f"  answers a change committed meanwhile moved, where a snapshot kept the old rows: {counts['moved', '']}")
     missing = [r for r in ROUTES if not routes[r]] if QUERIES >= 1000 else []
+    if not counts["moved", ""] and QUERIES >= 1000 and not CITUS:
+        missing.append("(a snapshot's rows, where a change moved the answer)")
     if missing:
         print(f"FAIL: no page took the route(s) {', '.join(missing)}: the test no longer reaches them")
         sys.exit(1)
