@@ -300,7 +300,8 @@ unsafe fn id_order(
         {
             return None;
         }
-        let var = pg_sys::makeVar(rti as _, cols.id, pg_sys::TEXTOID, -1, cols.id_collation, 0);
+        let (ty, typmod) = cols.id_type;
+        let var = pg_sys::makeVar(rti as _, cols.id, ty, typmod, cols.id_collation, 0);
         (!pg_sys::find_ec_member_matching_expr(ec, var.cast(), (*rel).relids).is_null())
             .then(|| !crate::compat::pathkey_descending(pathkey))
     }

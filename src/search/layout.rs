@@ -160,7 +160,11 @@ unsafe fn walk_layout(index: pg_sys::Relation, oid: Oid, cols: Columns) -> Optio
 ///
 /// # Safety
 /// `desc` is a live descriptor.
-unsafe fn column(desc: pg_sys::TupleDesc, name: &str, types: &[Oid]) -> Option<(AttrNumber, Oid)> {
+unsafe fn column(
+    desc: pg_sys::TupleDesc,
+    name: &str,
+    types: &[Oid],
+) -> Option<(AttrNumber, Oid, (Oid, i32))> {
     // SAFETY: every attribute number read is in 1..=natts.
     unsafe {
         for attno in 1..=(*desc).natts {
@@ -168,19 +172,21 @@ unsafe fn column(desc: pg_sys::TupleDesc, name: &str, types: &[Oid]) -> Option<(
             if !a.attisdropped
                 && std::ffi::CStr::from_ptr(a.attname.data.as_ptr()).to_bytes() == name.as_bytes()
             {
-                return types
-                    .contains(&a.atttypid)
-                    .then_some((attno as AttrNumber, a.attcollation));
+                return types.contains(&a.atttypid).then_some((
+                    attno as AttrNumber,
+                    a.attcollation,
+                    (a.atttypid, a.atttypmod),
+                ));
             }
         }
         None
     }
 }
 
-/// The columns a search reads, with the types it reads (text
-/// `organisation_id` and `id`, jsonb `attribute_values`, a bit or bit
-/// varying bitmap), and the first two's collations: the walk's and the
-/// custom scan's.
+/// The columns a search reads, with the types it reads (text or varchar
+/// `organisation_id` and `id`: one representation, compared by text's
+/// operators; jsonb `attribute_values`, a bit or bit varying bitmap), and
+/// the first two's collations: the walk's and the custom scan's.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Columns {
     pub org: AttrNumber,
@@ -189,6 +195,9 @@ pub struct Columns {
     pub bitmap: AttrNumber,
     pub org_collation: Oid,
     pub id_collation: Oid,
+    /// `id`'s type and type modifier (text, or varchar with or without a
+    /// length): the custom scan's `ORDER BY id` names the column so.
+    pub id_type: (Oid, i32),
 }
 
 impl Columns {
@@ -213,10 +222,11 @@ impl Columns {
 pub unsafe fn columns(desc: pg_sys::TupleDesc) -> Option<Columns> {
     // SAFETY: as the caller's.
     unsafe {
-        let org = column(desc, "organisation_id", &[pg_sys::TEXTOID])?;
-        let id = column(desc, "id", &[pg_sys::TEXTOID])?;
-        let (attrs, _) = column(desc, "attribute_values", &[pg_sys::JSONBOID])?;
-        let (bitmap, _) = column(
+        const TEXTS: [Oid; 2] = [pg_sys::TEXTOID, pg_sys::VARCHAROID];
+        let org = column(desc, "organisation_id", &TEXTS)?;
+        let id = column(desc, "id", &TEXTS)?;
+        let (attrs, ..) = column(desc, "attribute_values", &[pg_sys::JSONBOID])?;
+        let (bitmap, ..) = column(
             desc,
             "attribute_values_bitmap",
             &[pg_sys::BITOID, pg_sys::VARBITOID],
@@ -228,6 +238,7 @@ pub unsafe fn columns(desc: pg_sys::TupleDesc) -> Option<Columns> {
             bitmap,
             org_collation: org.1,
             id_collation: id.1,
+            id_type: id.2,
         })
     }
 }
@@ -294,7 +305,11 @@ unsafe fn is_keys_index(index: pg_sys::Relation, columns: [AttrNumber; 3]) -> bo
         crate::pg_list::len(args) == 3
             && crate::pg_list::ptrs::<pg_sys::Node>(args)
                 .zip(columns)
-                .all(|(a, column)| {
+                .all(|(mut a, column)| {
+                    // a varchar column reaches the function as text
+                    while (*a).type_ == pg_sys::NodeTag::T_RelabelType {
+                        a = (*(a as *mut pg_sys::RelabelType)).arg.cast();
+                    }
                     (*a).type_ == pg_sys::NodeTag::T_Var
                         && (*(a as *mut pg_sys::Var)).varattno == column
                 })

@@ -296,10 +296,36 @@ unsafe fn fill_running(args: &Args, page: &mut Page) {
     }
 }
 
-/// The ERROR of a search on a table without a valid pagination index.
+/// The ERROR of a search on a table without a valid pagination index;
+/// first, of one whose tenant or id column is of a type the search does
+/// not read (`char(n)`: no index of text's operators can hold it).
 fn no_pagination_index(relid: Oid) -> ! {
-    // SAFETY: the name of a valid relation.
+    // SAFETY: the name of a valid relation; catalog lookups.
     let name = unsafe { cstr_owned(pg_sys::get_rel_name(relid)) };
+    for column in [c"organisation_id", c"id"] {
+        // SAFETY: as above.
+        let attno = unsafe { pg_sys::get_attnum(relid, column.as_ptr()) };
+        let (mut ty, mut typmod, mut collation) = (pg_sys::InvalidOid, -1, pg_sys::InvalidOid);
+        if attno > 0 {
+            // SAFETY: a column of the relation.
+            unsafe {
+                pg_sys::get_atttypetypmodcoll(relid, attno, &mut ty, &mut typmod, &mut collation)
+            };
+        }
+        if ty != pg_sys::InvalidOid && ty != pg_sys::TEXTOID && ty != pg_sys::VARCHAROID {
+            let column = column.to_string_lossy();
+            // SAFETY: a valid type.
+            let type_name = unsafe { cstr_owned(pg_sys::format_type_with_typemod(ty, typmod)) };
+            error(
+                PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                format!("alerts_search: column {name}.{column} is {type_name}; searches read text or varchar"),
+                &format!(
+                    "ALTER TABLE {name} ALTER COLUMN {column} TYPE text, then create the pagination index: SELECT alerts_index_command('{}') \\gexec",
+                    name.replace('\'', "''")
+                ),
+            );
+        }
+    }
     error(
         PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
         format!(

@@ -2,9 +2,9 @@
 
 The same rows (three tenants of very different sizes, common and rare
 attribute values, arrays, numbers written differently, nested values, ids
-that are not upper-case ULIDs) in nine layouts: plain tables with the
+that are not upper-case ULIDs) in ten layouts: plain tables with the
 tenant-keys index, with only a GIN index, with neither (128-bit), with
-repeated ids, with ids in an ICU collation; partitioned by id ranges, by
+repeated ids, with ids in an ICU collation, with varchar ids; partitioned by id ranges, by
 created_at with a default partition, by created_at then tenant hash, and
 with partitions whose columns differ from the parent's (the last three
 hold some ids twice, in two partitions). And the changes made between
@@ -75,6 +75,11 @@ def layouts(icu):
             two.append(f"CREATE TABLE d_two_{i}_h{h} PARTITION OF d_two_{i} FOR VALUES WITH (MODULUS 2, REMAINDER {h})")
     two.append("CREATE INDEX ON d_two USING gin (attribute_values jsonb_path_ops)")
     ddl["d_two"] = two
+    # ids and tenants as varchar, as ORMs make them: text's operators
+    # under a cast, an `ORDER BY id` of another type
+    varchar = (COLUMNS % 512).replace("id text", "id varchar(40)", 1).replace("organisation_id text", "organisation_id varchar", 1)
+    ddl["d_varchar"] = [f"CREATE TABLE d_varchar ({varchar}, PRIMARY KEY (id))",
+                        "CREATE INDEX ON d_varchar USING gin (alerts_keys(organisation_id, id, attribute_values))"]
     if icu:  # a server built with ICU
         ddl["d_icu"] = [f"CREATE TABLE d_icu ({icu_columns}, PRIMARY KEY (id))",
                         "CREATE INDEX ON d_icu USING gin (alerts_keys(organisation_id, id, attribute_values))"]

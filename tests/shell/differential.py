@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Random differential test of every query path against Postgres' own plan.
 
-The same rows in nine layouts (diff_tables.py), then ALERTS_DIFF_QUERIES
+The same rows in ten layouts (diff_tables.py), then ALERTS_DIFF_QUERIES
 (default 1500) random plain-SQL queries, each checked against the same
 statement with the custom scan off, and alerts_search calls checked
 against the exact filter; a change between every 40 of them. What it
@@ -411,6 +411,10 @@ def report(tables, counts, routes, failures):
         sys.exit(1)
     if node * 2 < plain:
         print(f"FAIL: the custom scan answered only {node} of {plain} plain-SQL queries: the test no longer tests it")
+        sys.exit(1)
+    unplanned = [t for t in tables if counts[("plain", t)] >= 50 and not counts[("node", t)]]
+    if unplanned:
+        print(f"FAIL: the custom scan answered no query on {', '.join(unplanned)}: the test no longer tests that layout")
         sys.exit(1)
     if not CITUS:
         print(f"  answers a change committed meanwhile moved, where a snapshot kept the old rows: {counts['moved', '']}")

@@ -217,6 +217,24 @@ CREATE INDEX coll_c ON coll (organisation_id, id);
 SELECT plain_same('SELECT id FROM coll WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', 'ORG_C', '{"team": "T1"}');
 DROP TABLE coll;
 
+-- varchar ids and tenants (what ORMs make; varchar(n) too): the node, and
+-- alerts_search's direct walk, read them as text. char(n) is not text:
+-- Postgres' own plan, and alerts_search says which column to change.
+CREATE TABLE vc (LIKE alerts INCLUDING DEFAULTS);
+ALTER TABLE vc ALTER COLUMN id TYPE varchar(26), ALTER COLUMN organisation_id TYPE varchar;
+INSERT INTO vc SELECT * FROM alerts WHERE organisation_id = 'ORG_C';
+CREATE INDEX ON vc (organisation_id, id DESC) INCLUDE (attribute_values_bitmap);
+CREATE UNIQUE INDEX ON vc (id);
+ANALYZE vc;
+SELECT plain_same('SELECT id FROM vc WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', 'ORG_C', '{"team": "T1"}');
+SELECT plain_same('SELECT id FROM vc WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 ORDER BY id LIMIT 50', 'ORG_C', '{"team": "T1"}', '01K');
+SELECT array(SELECT id FROM alerts_search(NULL::vc, 'ORG_C', '{"team": "T1"}', '-infinity', NULL, 30))
+     = array(SELECT id FROM vc WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T1"}' ORDER BY id DESC LIMIT 30) AS search_same;
+ALTER TABLE vc ALTER COLUMN organisation_id TYPE char(12);
+SELECT plain_same('SELECT id FROM vc WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', 'ORG_C', '{"team": "T1"}');
+SELECT count(*) FROM alerts_search(NULL::vc, 'ORG_C', '{"team": "T1"}');
+DROP TABLE vc;
+
 -- Off for the session: Postgres' own plan.
 SET alerts.custom_scan = off;
 EXPLAIN (COSTS OFF)
