@@ -141,8 +141,8 @@ def generated(statement):
 
 
 def drop(conn, tables):
-    """The staging tables and `tables`, if there."""
-    conn.execute("DROP TABLE IF EXISTS d_stage, d_src, d_dups, " + ", ".join(tables) + " CASCADE")
+    """The staging and lookup tables and `tables`, if there."""
+    conn.execute("DROP TABLE IF EXISTS d_stage, d_src, d_dups, d_prio, " + ", ".join(tables) + " CASCADE")
 
 
 def load(conn, icu, citus):
