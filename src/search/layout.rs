@@ -109,7 +109,12 @@ pub unsafe fn indexes(relid: Oid) -> Indexes {
                     && named(keys[1], "id")
                     && (0..2).all(|k| *(*index).rd_opfamily.add(k) == pg_sys::TEXT_BTREE_FAM_OID);
                 if let Some(cols) = cols {
-                    if is_keys_index(index, [cols.org, cols.id, cols.attrs]) {
+                    // keys hash the tenant's bytes: where the tenant's
+                    // collation finds other bytes equal ('ACME' = 'acme'
+                    // case-insensitively), a lookup would miss their rows
+                    if is_keys_index(index, [cols.org, cols.id, cols.attrs])
+                        && pg_sys::get_collation_isdeterministic(cols.org_collation)
+                    {
                         keys_index = Some(oid);
                     }
                     // the btree whose layout carries the bitmap, if any

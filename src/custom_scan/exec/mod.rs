@@ -383,9 +383,10 @@ impl Run {
                 self.ready.extend(rows);
                 self.past(last);
             } else {
+                // equal in the id's collation (`rows_with_id` reads them so)
                 let kept: Vec<Datum> = rows
                     .into_iter()
-                    .filter(|&r| self.id_of(r) != last.as_slice())
+                    .filter(|&r| text_cmp(self.id_of(r), &last, self.id_collation).is_ne())
                     .collect();
                 self.ready.extend(kept);
                 self.tie = Some(last);
