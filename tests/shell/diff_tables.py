@@ -4,8 +4,8 @@ The same rows (three tenants of very different sizes, common and rare
 attribute values, arrays, numbers written differently, nested values, ids
 that are not upper-case ULIDs) in eleven layouts: plain tables with the
 tenant-keys index, with only a GIN index, with neither (128-bit), with
-repeated ids, with ids in an ICU collation, with varchar ids, with
-tenants in a case-insensitive collation; partitioned by id ranges, by
+repeated ids, with ids in an ICU collation, with varchar ids, with ids
+and tenants in a case-insensitive collation; partitioned by id ranges, by
 created_at with a default partition, by created_at then tenant hash, and
 with partitions whose columns differ from the parent's (the last three
 hold some ids twice, in two partitions). And the changes made between
@@ -84,9 +84,10 @@ def layouts(icu):
     if icu:  # a server built with ICU
         ddl["d_icu"] = [f"CREATE TABLE d_icu ({icu_columns}, PRIMARY KEY (id))",
                         "CREATE INDEX ON d_icu USING gin (alerts_keys(organisation_id, id, attribute_values))"]
-        # tenants in a case-insensitive (nondeterministic) collation, some
-        # rows' written in capitals (`load`): 'BIG' = 'big'
-        ci_columns = (COLUMNS % 512).replace('organisation_id text COLLATE "C"', "organisation_id text COLLATE d_ci_coll")
+        # ids and tenants in a case-insensitive (nondeterministic)
+        # collation, some rows' tenants written in capitals (`load`):
+        # 'BIG' = 'big'
+        ci_columns = (COLUMNS % 512).replace('COLLATE "C"', "COLLATE d_ci_coll")
         ddl["d_ci"] = ["CREATE COLLATION IF NOT EXISTS d_ci_coll (provider = icu, locale = 'und-u-ks-level2', deterministic = false)",
                        f"CREATE TABLE d_ci ({ci_columns}, PRIMARY KEY (id))",
                        "CREATE INDEX ON d_ci USING gin (alerts_keys(organisation_id, id, attribute_values))"]
