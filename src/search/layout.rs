@@ -219,6 +219,10 @@ impl Columns {
     }
 }
 
+/// The types a search reads `organisation_id` and `id` as: one
+/// representation, compared by text's operators.
+pub const TEXT_TYPES: [Oid; 2] = [pg_sys::TEXTOID, pg_sys::VARCHAROID];
+
 /// The search's columns of a relation, from its tuple descriptor; None
 /// when one is missing or of another type.
 ///
@@ -227,9 +231,8 @@ impl Columns {
 pub unsafe fn columns(desc: pg_sys::TupleDesc) -> Option<Columns> {
     // SAFETY: as the caller's.
     unsafe {
-        const TEXTS: [Oid; 2] = [pg_sys::TEXTOID, pg_sys::VARCHAROID];
-        let org = column(desc, "organisation_id", &TEXTS)?;
-        let id = column(desc, "id", &TEXTS)?;
+        let org = column(desc, "organisation_id", &TEXT_TYPES)?;
+        let id = column(desc, "id", &TEXT_TYPES)?;
         let (attrs, ..) = column(desc, "attribute_values", &[pg_sys::JSONBOID])?;
         let (bitmap, ..) = column(
             desc,

@@ -312,7 +312,7 @@ fn no_pagination_index(relid: Oid) -> ! {
                 pg_sys::get_atttypetypmodcoll(relid, attno, &mut ty, &mut typmod, &mut collation)
             };
         }
-        if ty != pg_sys::InvalidOid && ty != pg_sys::TEXTOID && ty != pg_sys::VARCHAROID {
+        if ty != pg_sys::InvalidOid && !layout::TEXT_TYPES.contains(&ty) {
             let column = column.to_string_lossy();
             // SAFETY: a valid type.
             let type_name = unsafe { cstr_owned(pg_sys::format_type_with_typemod(ty, typmod)) };
