@@ -186,8 +186,10 @@ SET session_replication_role = replica;
 UPDATE slim SET attribute_values = '{"env": "replica again"}' WHERE id = (SELECT max(id) FROM slim);
 RESET session_replication_role;
 SELECT stale_bitmaps FROM alerts_bloom_stats('slim');
-CALL alerts_enable('slim');
-CALL alerts_rebuild('slim');
+-- (in a session of their own: their progress lines hold the run's rate
+-- and time, blanked)
+\! psql -X -q -v SHOW_CONTEXT=never -c "CALL alerts_enable('slim')" 2>&1 | sed -E 's/[0-9]+ rows\/s, [0-9.]+ s elapsed, about [0-9]+ s left/N rows\/s, N s elapsed, about N s left/; s/written in [0-9.]+ s/written in N s/'
+\! psql -X -q -v SHOW_CONTEXT=never -c "CALL alerts_rebuild('slim')" 2>&1 | sed -E 's/[0-9]+ rows\/s, [0-9.]+ s elapsed, about [0-9]+ s left/N rows\/s, N s elapsed, about N s left/; s/written in [0-9.]+ s/written in N s/'
 SELECT tgenabled, (SELECT stale_bitmaps FROM alerts_bloom_stats('slim')) FROM pg_trigger WHERE tgrelid = 'slim'::regclass AND tgname = 'alerts_bloom';
 -- A BEFORE trigger that fires after the bitmap's (triggers fire in name
 -- order) and changes the attributes leaves stale bitmaps: alerts_enable
