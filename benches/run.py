@@ -26,7 +26,7 @@ from pathlib import Path
 import common
 from common import ROOT, SIZES, bench_db, has_rum, psql
 from data import LAYOUTS, LAYOUT_METHODS, build, build_layout, layout_sizes, org_gin, refresh_extension, scenarios, sizes
-from methods import METHODS, _PGOPTIONS, method_sql, oracle, run_query
+from methods import METHODS, _PGOPTIONS, method_sql, oracle, run_query, same_rows
 from timing import timed_cell, write_bench
 from report import svg_chart, write_table
 
@@ -138,7 +138,7 @@ def main():
             if sql is None:
                 continue
             got = run_query(db, m, sql)
-            ok = got == want_ids if m != "rum" else sorted(got) == sorted(want_ids)
+            ok = same_rows(m, got, want_ids)
             if not ok:
                 failures.append((s["name"], m, len(got), len(want_ids)))
                 print(f"  {m}: WRONG ROWS ({len(got)} rows, expected {len(want_ids)})")

@@ -29,14 +29,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import time
 from pathlib import Path
 
 import common
 from common import ROOT, bench_db, psql
 from data import LAYOUTS, build, build_layout, refresh_extension, scenarios
-from methods import LABELS, PGOPTIONS, method_sql, oracle, run_query
+from methods import LABELS, PGOPTIONS, method_sql, oracle, run_query, same_rows
 
 # only the custom scan's setting and alerts_search's shortcuts vary by method
 SETTINGS = ("alerts.custom_scan", "alerts.search_shortcuts")
@@ -62,17 +61,6 @@ def function(name, m, sql, consumer):
             "BEGIN\n  t0 := clock_timestamp();\n"
             f"  FOR i IN 1..n LOOP SELECT {CONSUMERS[consumer]} INTO c FROM ({sql}) q; END LOOP;\n"
             "  RETURN extract(epoch FROM clock_timestamp() - t0) * 1e6 / n;\nEND $f$;")
-
-
-def session(db, statements):
-    """Runs statements in one session; returns its output."""
-    script = "\n".join(statements) + "\n"
-    out = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", common.PG["host"],
-                          "-p", str(common.PG["port"]), "-U", common.PG["user"], "-d", db],
-                         input=script, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"serverside: psql failed: {out.stderr.strip()[-2000:]}")
-    return out.stdout
 
 
 def main():
@@ -109,21 +97,22 @@ def main():
         want = [r[0] for r in oracle(db, s)][: s["limit"]]
         for m in methods:
             got = run_query(db, m, method_sql(m, s, db))
-            if (got if m != "rum" else sorted(got)) != (want if m != "rum" else sorted(want)):  # RUM: by created_at
+            if not same_rows(m, got, want):
                 raise RuntimeError(f"serverside: {m} on {s['name']}: wrong rows ({len(got)} against {len(want)})")
         if "plain" in methods:
             # what is timed is the custom scan, not Postgres' own plan
-            plan = session(db, ["LOAD 'alerts';", f"EXPLAIN (COSTS OFF) SELECT count(*) FROM ({method_sql('plain', s, db)}) q;"])
-            if "AlertsSearch" not in plan:
+            plan = psql(db, ["LOAD 'alerts'", f"EXPLAIN (COSTS OFF) SELECT count(*) FROM ({method_sql('plain', s, db)}) q"])
+            if not any("AlertsSearch" in r[0] for r in plan):
                 raise RuntimeError(f"serverside: plain SQL on {s['name']} is not planned with the custom scan")
-        setup = ["LOAD 'alerts';"] + [function(f"m_{m}", m, method_sql(m, s, db), args.consumer) for m in methods]
-        calls = [f"SELECT pg_temp.m_{m}({max(args.pages // 10, 1)});" for m in methods]  # warm-up
+        # one psql, one session: each statement a -c of its own (common.psql)
+        setup = ["LOAD 'alerts'"] + [function(f"m_{m}", m, method_sql(m, s, db), args.consumer) for m in methods]
+        calls = [f"SELECT pg_temp.m_{m}({max(args.pages // 10, 1)})" for m in methods]  # warm-up
         order = []
         for r in range(args.rounds):
             turn = methods[r % len(methods):] + methods[: r % len(methods)]
             order += turn
-            calls += [f"SELECT pg_temp.m_{m}({args.pages});" for m in turn]
-        times = [float(x) for x in session(db, setup + calls).split()][len(methods):]
+            calls += [f"SELECT pg_temp.m_{m}({args.pages})" for m in turn]
+        times = [float(r[0]) for r in psql(db, setup + calls)][len(methods):]
         per = {m: [] for m in methods}
         for m, t in zip(order, times):
             per[m].append(t)
