@@ -190,3 +190,46 @@ pub unsafe fn pathkey_descending(pathkey: *const pg_sys::PathKey) -> bool {
         descending
     }
 }
+
+/// Asks for a heap-tuple scan slot for a custom scan node being created,
+/// where the version lets the node say so: PostgreSQL 16 added
+/// `CustomScanState.slotOps`, which `ExecInitCustomScan` reads. On 15 the
+/// slot is virtual until [`heap_scan_slot_begun`] makes it again.
+///
+/// # Safety
+/// `css` must be a node just allocated by `CreateCustomScanState`.
+pub unsafe fn heap_scan_slot_asked(css: *mut pg_sys::CustomScanState) {
+    #[cfg(not(feature = "pg15"))]
+    // SAFETY: as the caller's; the ops are Postgres' own static table.
+    unsafe {
+        (*css).slotOps = &raw const pg_sys::TTSOpsHeapTuple;
+    }
+    #[cfg(feature = "pg15")]
+    let _ = css;
+}
+
+/// On PostgreSQL 15, in `BeginCustomScan`: the virtual scan slot
+/// `ExecInitCustomScan` made is replaced by a heap-tuple one, and what was
+/// compiled for the slot's type (the projection and the quals, whose
+/// column fetches are left out for a virtual slot, also by JIT) is built
+/// again for the new one, as 16's `ExecInitCustomScan` builds them. A
+/// no-op on 16 and later ([`heap_scan_slot_asked`]).
+///
+/// # Safety
+/// `css` must be a node of a plan with a `scanrelid` and no
+/// `custom_scan_tlist`, its relation open, in `BeginCustomScan`.
+pub unsafe fn heap_scan_slot_begun(css: *mut pg_sys::CustomScanState, estate: *mut pg_sys::EState) {
+    #[cfg(feature = "pg15")]
+    // SAFETY: as the caller's; the old slot and expressions stay in the
+    // query's memory, unused.
+    unsafe {
+        let ss = &raw mut (*css).ss;
+        let plan = (*css).ss.ps.plan as *mut pg_sys::CustomScan;
+        let desc = (*(*ss).ss_currentRelation).rd_att;
+        pg_sys::ExecInitScanTupleSlot(estate, ss, desc, &raw const pg_sys::TTSOpsHeapTuple);
+        pg_sys::ExecAssignScanProjectionInfoWithVarno(ss, (*plan).scan.scanrelid as i32);
+        (*css).ss.ps.qual = pg_sys::ExecInitQual((*plan).scan.plan.qual, css.cast());
+    }
+    #[cfg(not(feature = "pg15"))]
+    let _ = (css, estate);
+}

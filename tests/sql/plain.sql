@@ -205,6 +205,29 @@ SELECT shape, plain_same(q, f => f::jsonb) AS result FROM (VALUES
     ('FOR UPDATE: not offered', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50 FOR UPDATE', '{"team": "T1"}'),
     ('another collation: not offered', 'SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id COLLATE "POSIX" DESC LIMIT 50', '{"team": "T1"}')
 ) s(shape, q, f);
+-- Compiled by JIT where the server has it: the node's rows are heap
+-- tuples, deformed by generated code as far as the quals and the target
+-- read them (columns after the attributes, whole rows).
+SET jit = on;
+SET jit_above_cost = 0;
+SET jit_inline_above_cost = 0;
+SET jit_optimize_above_cost = 0;
+SELECT shape, plain_same(q, f => f::jsonb) AS result FROM (VALUES
+    ('JIT: later columns in quals and target', 'SELECT id || priority_id || created_at || attribute_values_bitmap::text FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND priority_id > 0 AND created_at > ''-infinity'' ORDER BY id DESC LIMIT 50', '{"team": "T1"}'),
+    ('JIT: whole rows', 'SELECT a::text FROM alerts a WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', '{"env": "prod"}')
+) s(shape, q, f);
+-- A column added with a default after the rows were stored: their tuples
+-- are shorter than the table's, and the column comes from the catalog, in
+-- the target and in a column qual the search tests.
+ALTER TABLE alerts ADD COLUMN later int DEFAULT 7;
+SELECT shape, plain_same(q, f => f::jsonb) AS result FROM (VALUES
+    ('JIT: a column added with a default', 'SELECT id || '':'' || later FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 AND later = 7 ORDER BY id DESC LIMIT 50', '{"team": "T1"}')
+) s(shape, q, f);
+ALTER TABLE alerts DROP COLUMN later;
+RESET jit;
+RESET jit_above_cost;
+RESET jit_inline_above_cost;
+RESET jit_optimize_above_cost;
 -- A NULL tenant: no rows, not an error.
 SELECT plain_same('SELECT id FROM alerts WHERE organisation_id = $1 AND attribute_values @> $2 ORDER BY id DESC LIMIT 50', NULL, '{"team": "T1"}');
 -- A filter alerts_attrs_match refuses is its ERROR, with or without the node.

@@ -88,6 +88,8 @@ pub struct Run {
     /// The rows a page is meant to hold (LIMIT + OFFSET, or 50).
     wanted: i64,
     ready: VecDeque<Datum>,
+    /// The row in the scan slot (a heap-tuple slot keeps a pointer to it).
+    current: pg_sys::HeapTupleData,
     /// The id whose rows are read whole before the next page.
     tie: Option<Vec<u8>>,
     /// A partitioned table searched whole: the partitions its plan read,
@@ -112,6 +114,8 @@ pub unsafe extern "C-unwind" fn create_state(cscan: *mut pg_sys::CustomScan) -> 
         (*state).css.ss.ps.type_ = pg_sys::NodeTag::T_CustomScanState;
         (*state).css.flags = (*cscan).flags;
         (*state).css.methods = &raw const EXEC_METHODS;
+        // rows are stored as they are and deformed as far as read
+        crate::compat::heap_scan_slot_asked(&mut (*state).css);
         state.cast()
     }
 }
@@ -128,6 +132,7 @@ unsafe extern "C-unwind" fn begin(
 ) {
     // SAFETY: the node is ours; the relation is open (scanrelid > 0).
     unsafe {
+        crate::compat::heap_scan_slot_begun(node, estate);
         let state = node as *mut State;
         let cscan = (*node).ss.ps.plan as *mut pg_sys::CustomScan;
         let list = (*cscan).custom_exprs;
@@ -171,6 +176,7 @@ unsafe extern "C-unwind" fn begin(
             size: DEFAULT_PAGE,
             wanted: DEFAULT_PAGE,
             ready: VecDeque::new(),
+            current: pg_sys::HeapTupleData::default(),
             tie: None,
             tree,
             trace: Trace::default(),
@@ -221,15 +227,17 @@ unsafe extern "C-unwind" fn next(ss: *mut pg_sys::ScanState) -> *mut pg_sys::Tup
         let econtext = (*ss).ps.ps_ExprContext;
         loop {
             if let Some(row) = run.ready.pop_front() {
+                // Stored as it is, in the page's memory, which lives until
+                // the next page is read (after this row is used): the
+                // executor deforms what its quals and target read.
                 let td = row.cast_mut_ptr::<pg_sys::HeapTupleHeaderData>();
-                let mut tuple = pg_sys::HeapTupleData {
+                run.current = pg_sys::HeapTupleData {
                     t_len: pgrx::varsize_any(td as *const pg_sys::varlena) as u32,
                     t_tableOid: run.relid,
                     t_data: td,
                     ..Default::default()
                 };
-                pg_sys::ExecForceStoreHeapTuple(&mut tuple, slot, false);
-                return slot;
+                return pg_sys::ExecStoreHeapTuple(&mut run.current, slot, false);
             }
             if !run.fetch(econtext) {
                 return pg_sys::ExecClearTuple(slot);
