@@ -114,7 +114,6 @@ pub unsafe extern "C-unwind" fn create_state(cscan: *mut pg_sys::CustomScan) -> 
         (*state).css.ss.ps.type_ = pg_sys::NodeTag::T_CustomScanState;
         (*state).css.flags = (*cscan).flags;
         (*state).css.methods = &raw const EXEC_METHODS;
-        // rows are stored as they are and deformed as far as read
         crate::compat::heap_scan_slot_asked(&mut (*state).css);
         state.cast()
     }
@@ -227,9 +226,8 @@ unsafe extern "C-unwind" fn next(ss: *mut pg_sys::ScanState) -> *mut pg_sys::Tup
         let econtext = (*ss).ps.ps_ExprContext;
         loop {
             if let Some(row) = run.ready.pop_front() {
-                // Stored as it is, in the page's memory, which lives until
-                // the next page is read (after this row is used): the
-                // executor deforms what its quals and target read.
+                // as it is (the page's memory lives until the next page);
+                // the executor deforms what its quals and target read
                 let td = row.cast_mut_ptr::<pg_sys::HeapTupleHeaderData>();
                 run.current = pg_sys::HeapTupleData {
                     t_len: pgrx::varsize_any(td as *const pg_sys::varlena) as u32,
