@@ -106,6 +106,22 @@ pub unsafe fn varlena_bytes<'a>(d: Datum) -> &'a [u8] {
     }
 }
 
+/// The tuple of a row value (a composite datum's header, not compressed):
+/// what `heap_deform_tuple`, `heap_getattr`, a tuplestore or a slot read.
+///
+/// # Safety
+/// `td` must point to a whole, detoasted composite datum.
+pub unsafe fn row_tuple(td: pg_sys::HeapTupleHeader) -> pg_sys::HeapTupleData {
+    // SAFETY: as the caller's; the length is the datum's own.
+    unsafe {
+        pg_sys::HeapTupleData {
+            t_len: pgrx::varsize_any(td as *const pg_sys::varlena) as u32,
+            t_data: td,
+            ..Default::default()
+        }
+    }
+}
+
 /// Reads a bitmap datum: `bit(512)`, or folded to `bit(256)` or `bit(128)`
 /// (16, 32 or 64 bytes). Any other length is an ERROR naming the fix.
 ///

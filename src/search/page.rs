@@ -119,11 +119,7 @@ impl Page {
             match &mut self.sink {
                 Sink::Store(store) => {
                     let td = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as pg_sys::HeapTupleHeader;
-                    let mut tmp = pg_sys::HeapTupleData {
-                        t_len: pgrx::varsize_any(td as *const pg_sys::varlena) as u32,
-                        t_data: td,
-                        ..Default::default()
-                    };
+                    let mut tmp = crate::datum::row_tuple(td);
                     pg_sys::tuplestore_puttuple(*store, &mut tmp);
                 }
                 // into the page's memory, not compressed (a statement's

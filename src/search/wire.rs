@@ -131,11 +131,7 @@ pub unsafe fn encode(rows: &[Datum], rowtype: Oid) -> Datum {
         let mut nulls = vec![false; natts];
         for &row in rows {
             let td = pg_sys::pg_detoast_datum(row.cast_mut_ptr()) as pg_sys::HeapTupleHeader;
-            let mut tuple = pg_sys::HeapTupleData {
-                t_len: pgrx::varsize_any(td as *const pg_sys::varlena) as u32,
-                t_data: td,
-                ..Default::default()
-            };
+            let mut tuple = crate::datum::row_tuple(td);
             pg_sys::heap_deform_tuple(&mut tuple, desc, values.as_mut_ptr(), nulls.as_mut_ptr());
             for (c, f) in cols.iter().zip(fns.iter_mut()) {
                 if nulls[c.attno] {

@@ -230,10 +230,8 @@ unsafe extern "C-unwind" fn next(ss: *mut pg_sys::ScanState) -> *mut pg_sys::Tup
                 // the executor deforms what its quals and target read
                 let td = row.cast_mut_ptr::<pg_sys::HeapTupleHeaderData>();
                 run.current = pg_sys::HeapTupleData {
-                    t_len: pgrx::varsize_any(td as *const pg_sys::varlena) as u32,
                     t_tableOid: run.relid,
-                    t_data: td,
-                    ..Default::default()
+                    ..crate::datum::row_tuple(td)
                 };
                 return pg_sys::ExecStoreHeapTuple(&mut run.current, slot, false);
             }
@@ -433,11 +431,7 @@ impl Run {
         // is never NULL on a page (a search reads ids in a range).
         unsafe {
             let td = row.cast_mut_ptr::<pg_sys::HeapTupleHeaderData>();
-            let mut tuple = pg_sys::HeapTupleData {
-                t_len: pgrx::varsize_any(td as *const pg_sys::varlena) as u32,
-                t_data: td,
-                ..Default::default()
-            };
+            let mut tuple = crate::datum::row_tuple(td);
             let mut isnull = false;
             let d = pg_sys::heap_getattr(&mut tuple, self.id_attno, self.desc, &mut isnull);
             if isnull {
