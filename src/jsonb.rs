@@ -191,3 +191,28 @@ pub unsafe fn exact_match_of(f: &Filter, d: Datum) -> bool {
         true
     }
 }
+
+/// Whether the value at each of `keys` in a `jsonb` attributes datum is
+/// there and not an array (`containment::whole_keys`).
+///
+/// # Safety
+/// `d` must be a non-null `jsonb` datum.
+pub unsafe fn no_array_at(d: Datum, keys: &[String]) -> bool {
+    // SAFETY: key lookups on the live, detoasted object.
+    unsafe {
+        let root = object_root(d);
+        keys.iter().all(|key| {
+            let mut res: JsonbValue = std::mem::zeroed();
+            let found = pg_sys::getKeyJsonValueFromContainer(
+                root,
+                key.as_ptr() as *const _,
+                key.len() as i32,
+                &mut res,
+            );
+            let array = |v: *mut JsonbValue| {
+                (*v).type_ == JBV_BINARY && (*(*v).val.binary.data).header & pg_sys::JB_FARRAY != 0
+            };
+            !found.is_null() && !array(found)
+        })
+    }
+}

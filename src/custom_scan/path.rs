@@ -230,6 +230,8 @@ unsafe fn offer(
             merged: merged_child(root, rel),
             partitioned: parts.is_some(),
             reader: (*rel).userid.to_u32(),
+            held: found.held.len(),
+            attrs: cols.attrs,
         };
         let mut exprs: *mut pg_sys::List = std::ptr::null_mut();
         let mut push = |e: *mut std::ffi::c_void| exprs = pg_sys::lappend(exprs, e);
@@ -251,6 +253,9 @@ unsafe fn offer(
         for c in &found.columns {
             push(c.value.cast());
         }
+        for &rinfo in &found.held {
+            push((*rinfo).clause.cast());
+        }
         let ints = shape.to_list();
 
         let (startup, total) = cost(root, rel, found.org_qual, parts.as_ref());
@@ -266,8 +271,9 @@ unsafe fn offer(
         (*path).path.startup_cost = startup;
         (*path).path.total_cost = total;
         (*path).path.pathkeys = (*root).query_pathkeys;
+        // the quals the executor need not test (plan.rs)
         let mut guaranteed: *mut pg_sys::List = std::ptr::null_mut();
-        for &rinfo in &found.guaranteed {
+        for &rinfo in found.guaranteed.iter().chain(&found.held) {
             guaranteed = pg_sys::lappend(guaranteed, rinfo.cast());
         }
         (*path).custom_private = pg_sys::lappend(

@@ -21,7 +21,8 @@ pub(super) static mut SCAN_METHODS: pg_sys::CustomScanMethods = pg_sys::CustomSc
 
 /// `PlanCustomPath`: the plan of our path. Every qual stays with the
 /// executor but the tenant's equality and the `id` bounds the search's
-/// window keeps exactly; the search's values travel in `custom_exprs`.
+/// window keeps exactly, and the containments the node tests itself; the
+/// search's values and those containments travel in `custom_exprs`.
 #[pgrx::pg_guard]
 unsafe extern "C-unwind" fn plan(
     root: *mut pg_sys::PlannerInfo,
@@ -46,7 +47,7 @@ unsafe extern "C-unwind" fn plan(
             pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomScan>()) as *mut pg_sys::CustomScan;
         (*cscan).scan.plan.type_ = pg_sys::NodeTag::T_CustomScan;
         (*cscan).scan.plan.targetlist = tlist;
-        // every qual but those the search holds exactly (quals.rs)
+        // every qual but those the node holds exactly (quals.rs)
         let mut qual: *mut pg_sys::List = std::ptr::null_mut();
         for rinfo in crate::pg_list::ptrs::<pg_sys::RestrictInfo>(clauses) {
             if !(*rinfo).pseudoconstant && !pg_sys::list_member_ptr(guaranteed, rinfo.cast()) {

@@ -85,6 +85,10 @@ pub struct Usable {
     /// The quals every row of the search holds exactly (the tenant, `id >=`,
     /// `id <`), which the executor need not test again.
     pub guaranteed: Vec<*mut pg_sys::RestrictInfo>,
+    /// The containments (`attribute_values @> value`) the node tests itself
+    /// (`exec/`): none where a row-level policy adds quals, which Postgres
+    /// tests before the query's own.
+    pub held: Vec<*mut pg_sys::RestrictInfo>,
 }
 
 /// `column = value` (`list` false) or `column = ANY (value)` (`list`
@@ -111,18 +115,25 @@ pub unsafe fn usable(clauses: *mut pg_sys::List, varno: u32, cols: &Columns) -> 
         upper_inclusive: Vec::new(),
         columns: Vec::new(),
         guaranteed: Vec::new(),
+        held: Vec::new(),
     };
+    let mut policy = false;
     // SAFETY: planner nodes, read only.
     unsafe {
         for rinfo in pg_list::ptrs::<pg_sys::RestrictInfo>(clauses) {
             if (*rinfo).pseudoconstant {
                 continue;
             }
+            policy |= (*rinfo).security_level > 0;
             let clause = (*rinfo).clause as *mut pg_sys::Node;
             match (*clause).type_ {
                 pg_sys::NodeTag::T_OpExpr => {
                     let had = (found.org.is_some(), found.lower.len() + found.upper.len());
+                    let filters = found.filters.len();
                     let strict = operator(clause as *mut pg_sys::OpExpr, varno, cols, &mut found);
+                    if found.filters.len() > filters {
+                        found.held.push(rinfo); // a containment
+                    }
                     if !had.0 && found.org.is_some() {
                         found.org_qual = rinfo;
                     }
@@ -182,6 +193,9 @@ pub unsafe fn usable(clauses: *mut pg_sys::List, varno: u32, cols: &Columns) -> 
                 _ => {}
             }
         }
+    }
+    if policy {
+        found.held.clear();
     }
     found
 }

@@ -1,6 +1,7 @@
 //! What a plan of the node carries: its `custom_exprs` in order (the
 //! tenant, the attribute conditions, the lower and upper bounds on `id`, the
-//! query's `LIMIT` and `OFFSET`, the column values), described by a list of
+//! query's `LIMIT` and `OFFSET`, the column values, the containments the
+//! node tests itself), described by a list of
 //! integers in `custom_private` (beside the partitions the plan read).
 //! Written by the planner (`path.rs`, `plan.rs`), read by the executor
 //! (`exec/`), which share nothing else.
@@ -43,6 +44,11 @@ pub struct Shape {
     /// The role the query reads the table as (a view's owner), whose
     /// searches run as it; 0: the role running the query.
     pub reader: u32,
+    /// The last `held` of `custom_exprs` are the query's containments
+    /// (`quals::Usable::held`), which the node tests itself, on the
+    /// attributes (column `attrs`), instead of the executor.
+    pub held: usize,
+    pub attrs: AttrNumber,
 }
 
 impl Shape {
@@ -62,6 +68,7 @@ impl Shape {
         v.push(self.merged as i32);
         v.push(self.partitioned as i32);
         v.push(self.reader as i32);
+        v.extend([self.held as i32, self.attrs as i32]);
         v
     }
 
@@ -84,6 +91,8 @@ impl Shape {
             merged: rest[7 + 2 * rest[4] as usize] != 0,
             partitioned: rest[8 + 2 * rest[4] as usize] != 0,
             reader: rest[9 + 2 * rest[4] as usize] as u32,
+            held: rest[10 + 2 * rest[4] as usize] as usize,
+            attrs: rest[11 + 2 * rest[4] as usize] as AttrNumber,
         }
     }
 

@@ -118,6 +118,9 @@ def attributes():
     a = {}
     r = rng.random()
     a["team"] = "rare" if r < 0.002 else ("uncommon" if r < 0.02 else rng.choice(TEAMS[:4] if rng.random() < 0.8 else TEAMS))
+    if rng.random() < 0.05:
+        # a team in an array: alerts_attrs_match takes it, @> does not
+        a["team"] = [a["team"]] + rng.sample(TEAMS, rng.randint(0, 1))
     if rng.random() < 0.6:
         a["env"] = rng.choice(["prod", "staging", "dev"])
     if rng.random() < 0.3:
@@ -125,7 +128,7 @@ def attributes():
     if rng.random() < 0.2:
         a["n"] = rng.choice([1, 1.0, "1", 2, 10, 1e0, -0.0, 0])
     if rng.random() < 0.1:
-        a["flag"] = rng.choice([True, False, "true", None])
+        a["flag"] = rng.choice([True, False, "true", None, [True]])
     if rng.random() < 0.05:
         a["nested"] = rng.choice([{"x": 1}, {"x": [1, 2]}, [1, [2]], {}])
     if rng.random() < 0.003:

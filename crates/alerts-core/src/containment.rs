@@ -60,6 +60,37 @@ pub fn implied_filter(conditions: &[Condition]) -> Value {
     Value::Object(out)
 }
 
+/// The keys at which the implied filter `implied` tests exactly what the
+/// containments among `conditions` ask, but for one difference: the filter
+/// also accepts an array holding the value. Some(keys) when every
+/// containment is an object of strings and booleans, each the filter's
+/// whole clause at its key: a row the filter accepts, whose value at each
+/// of these keys is not an array, holds every containment (`@>` compares
+/// strings byte by byte, as the filter does). None when a containment asks
+/// more than that (a number, an array, an object, a key another condition
+/// set first), and `@>` itself must decide.
+pub fn whole_keys(conditions: &[Condition], implied: &Value) -> Option<Vec<String>> {
+    let mut keys = Vec::new();
+    for c in conditions {
+        let Condition::Contains(value) = c else {
+            continue;
+        };
+        let Value::Object(m) = value else {
+            return None;
+        };
+        for (key, v) in m {
+            let plain = matches!(v, Value::String(_) | Value::Bool(_));
+            if !plain || implied.get(key) != Some(v) {
+                return None;
+            }
+            keys.push(key.clone());
+        }
+    }
+    keys.sort();
+    keys.dedup();
+    Some(keys)
+}
+
 /// The filter implied by containments OR'ed: the keys each alternative's
 /// own filter has, each with every alternative's values (see the module
 /// comment).
@@ -241,6 +272,79 @@ mod tests {
             let holds = alternatives.iter().any(|alt| contains_json(row, alt));
             assert!(holds, "{row} is one of the alternatives' rows");
             assert!(f.exact_match(row).unwrap(), "{row} passes the union");
+        }
+    }
+
+    #[test]
+    fn whole_keys_only_where_the_filter_is_the_containment() {
+        let whole = |cs: &[Condition]| whole_keys(cs, &implied_filter(cs));
+        let (a, b) = (json!({"team": "a", "ok": true}), json!({"env": "prod"}));
+        assert_eq!(
+            whole(&[Condition::Contains(&a), Condition::Contains(&b)]),
+            Some(vec!["env".into(), "ok".into(), "team".into()])
+        );
+        assert_eq!(whole(&[Condition::Contains(&json!({}))]), Some(vec![]));
+        // alerts_attrs_match and OR'ed containments keep their own tests
+        let f = json!({"sev": ["1", "2"]});
+        assert_eq!(
+            whole(&[Condition::Filter(&f), Condition::Contains(&b)]),
+            Some(vec!["env".into()])
+        );
+        for v in [
+            json!({"n": 1}),
+            json!({"tags": ["x"]}),
+            json!({"o": {"x": "y"}}),
+            json!({"e": []}),
+            json!({"z": null}),
+            json!(["a"]),
+            json!("a"),
+        ] {
+            assert_eq!(whole(&[Condition::Contains(&v)]), None, "{v}");
+        }
+        // a key another condition set first, to another clause
+        let first = json!({"team": ["a", "b"]});
+        let c = json!({"team": "a"});
+        assert_eq!(
+            whole(&[Condition::Filter(&first), Condition::Contains(&c)]),
+            None
+        );
+        let d = json!({"team": "b"});
+        assert_eq!(
+            whole(&[Condition::Contains(&c), Condition::Contains(&d)]),
+            None
+        );
+        assert_eq!(
+            whole(&[Condition::Contains(&c), Condition::Contains(&c)]),
+            Some(vec!["team".into()])
+        );
+    }
+
+    /// The property itself: a row the filter accepts, with no array at a
+    /// whole key, holds every containment.
+    #[test]
+    fn whole_keys_and_the_filter_imply_every_containment() {
+        let values = [
+            json!({"team": "a"}),
+            json!({"team": "a", "ok": false}),
+            json!({"env": "prod", "team": "a"}),
+        ];
+        let rows = [
+            json!({"team": "a", "ok": false, "env": "prod"}),
+            json!({"team": ["a"], "ok": false, "env": "prod"}),
+            json!({"team": "a", "ok": [false], "env": ["prod", "x"]}),
+            json!({"team": "b", "ok": false}),
+            json!({"team": {"a": 1}, "ok": "false"}),
+        ];
+        for v in &values {
+            let cs = [Condition::Contains(v)];
+            let implied = implied_filter(&cs);
+            let keys = whole_keys(&cs, &implied).expect("strings and booleans");
+            let f = Filter::compile(&implied).unwrap();
+            for row in &rows {
+                let no_array = keys.iter().all(|k| !row[k.as_str()].is_array());
+                let kept = f.exact_match(row).unwrap() && no_array;
+                assert_eq!(kept, contains_json(row, v), "{row} @> {v}");
+            }
         }
     }
 }

@@ -6,13 +6,37 @@ use pgrx::pg_sys;
 use super::super::shape::Shape;
 use crate::search::trace::Trace;
 
-/// `ExplainCustomScan`: how pages are found; with ANALYZE, what the
-/// searches did.
+/// `ExplainCustomScan`: the containments the node tests (`held.rs`), how
+/// pages are found; with ANALYZE, what the searches did.
+#[pgrx::pg_guard]
+pub(super) unsafe extern "C-unwind" fn explain(
+    node: *mut pg_sys::CustomScanState,
+    ancestors: *mut pg_sys::List,
+    es: *mut pg_sys::ExplainState,
+) {
+    // SAFETY: the node is ours and begun; the shape's columns are the
+    // table's.
+    unsafe {
+        let run = &*(*(node as *mut super::State)).run;
+        super::held::explain(node, ancestors, es, run.shape.held, run.removed);
+        let columns = run
+            .shape
+            .columns
+            .iter()
+            .map(|&(attno, _)| {
+                crate::columns::name_of(crate::compat::attribute(run.desc, attno as i32))
+            })
+            .collect();
+        properties(es, &run.shape, run.pages, &run.trace, columns);
+    }
+}
+
+/// How pages are found; with ANALYZE, what the searches did.
 ///
 /// # Safety
 /// `es` is the running EXPLAIN's state; `columns` the names of the
 /// columns tested in the search.
-pub unsafe fn properties(
+unsafe fn properties(
     es: *mut pg_sys::ExplainState,
     shape: &Shape,
     pages: u64,

@@ -1,8 +1,8 @@
 //! The executor side: the scan returns the search's pages one row at a
 //! time, newest first (or oldest first: all that follows the other way),
 //! asking for the next page (ids below the last one returned) only when
-//! the rows above are used up. The executor checks
-//! every qual of the query on each row (`ExecScan`), so the page the
+//! the rows above are used up. The node tests the query's containments
+//! (`held.rs`), the executor every other qual (`ExecScan`), so the page the
 //! client sees is exact whatever the search was told.
 //!
 //! - The values (tenant, filters, bounds, limit) are computed once, at the
@@ -25,6 +25,7 @@ use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::PgMemoryContexts;
 
 mod explain;
+mod held;
 mod values;
 
 use super::shape::{Shape, NAME};
@@ -57,8 +58,13 @@ enum Phase {
 /// What one scan keeps between rows.
 pub struct Run {
     pub shape: Shape,
-    /// The plan's expressions, initialised, in `custom_exprs` order.
+    /// The plan's values, initialised, and its containments as one qual
+    /// (null: none); `whole`, `ready_filtered`, `removed`: see `held.rs`.
     exprs: Vec<*mut pg_sys::ExprState>,
+    held: *mut pg_sys::ExprState,
+    whole: Option<Vec<String>>,
+    ready_filtered: bool,
+    removed: u64,
     relid: Oid,
     rowtype: Oid,
     id_attno: i32,
@@ -134,11 +140,8 @@ unsafe extern "C-unwind" fn begin(
         crate::compat::heap_scan_slot_begun(node, estate);
         let state = node as *mut State;
         let cscan = (*node).ss.ps.plan as *mut pg_sys::CustomScan;
-        let list = (*cscan).custom_exprs;
         let (shape, tree) = Shape::from_private((*cscan).custom_private);
-        let exprs = crate::pg_list::ptrs::<pg_sys::Expr>(list)
-            .map(|e| pg_sys::ExecInitExpr(e, &mut (*node).ss.ps))
-            .collect();
+        let (exprs, held) = held::init(cscan, &mut (*node).ss.ps, shape.held);
         let rel = (*node).ss.ss_currentRelation;
         let desc = (*rel).rd_att;
         let id_attno = pg_sys::get_attnum((*rel).rd_id, c"id".as_ptr()) as i32;
@@ -155,6 +158,10 @@ unsafe extern "C-unwind" fn begin(
         let run = Run {
             shape,
             exprs,
+            held,
+            whole: None,
+            ready_filtered: false,
+            removed: 0,
             relid: (*rel).rd_id,
             rowtype: (*(*rel).rd_rel).reltype,
             id_attno,
@@ -233,7 +240,12 @@ unsafe extern "C-unwind" fn next(ss: *mut pg_sys::ScanState) -> *mut pg_sys::Tup
                     t_tableOid: run.relid,
                     ..crate::datum::row_tuple(td)
                 };
-                return pg_sys::ExecStoreHeapTuple(&mut run.current, slot, false);
+                let slot = pg_sys::ExecStoreHeapTuple(&mut run.current, slot, false);
+                if run.holds(slot, econtext) {
+                    return slot;
+                }
+                pgrx::check_for_interrupts!();
+                continue;
             }
             if !run.fetch(econtext) {
                 return pg_sys::ExecClearTuple(slot);
@@ -279,32 +291,8 @@ static mut EXEC_METHODS: pg_sys::CustomExecMethods = pg_sys::CustomExecMethods {
     ReInitializeDSMCustomScan: None,
     InitializeWorkerCustomScan: None,
     ShutdownCustomScan: None,
-    ExplainCustomScan: Some(explain),
+    ExplainCustomScan: Some(explain::explain),
 };
-
-/// `ExplainCustomScan`: how pages are found; with ANALYZE, what the
-/// searches did (`explain.rs`).
-#[pgrx::pg_guard]
-unsafe extern "C-unwind" fn explain(
-    node: *mut pg_sys::CustomScanState,
-    _ancestors: *mut pg_sys::List,
-    es: *mut pg_sys::ExplainState,
-) {
-    // SAFETY: the node is ours and begun; the shape's columns are the
-    // table's.
-    unsafe {
-        let run = &*(*(node as *mut State)).run;
-        let columns = run
-            .shape
-            .columns
-            .iter()
-            .map(|&(attno, _)| {
-                crate::columns::name_of(crate::compat::attribute(run.desc, attno as i32))
-            })
-            .collect();
-        explain::properties(es, &run.shape, run.pages, &run.trace, columns);
-    }
-}
 
 impl Run {
     /// Reads more rows into `ready`; false when there are no more.
@@ -331,9 +319,11 @@ impl Run {
                     self.tree.as_deref(),
                 );
                 self.ready.extend(rows);
+                self.ready_filtered = false;
                 self.past(id);
             } else {
                 self.page();
+                self.ready_filtered = true;
             }
             drop(reader);
             pg_sys::MemoryContextSwitchTo(old);

@@ -5,7 +5,7 @@
 //! evaluating one (an unset setting, a parameter that is not JSON) unwinds
 //! these frames and is raised again where the executor called the node.
 
-use alerts_core::containment::{implied_filter, Condition};
+use alerts_core::containment::{implied_filter, whole_keys, Condition};
 use alerts_core::ulid;
 use pgrx::pg_sys::{self, Datum, Oid};
 
@@ -62,16 +62,24 @@ const SESSION_IMPLIED: usize = 256;
 
 type ImpliedKey = (Vec<i32>, Vec<Option<Vec<u8>>>);
 
+/// An implied filter's jsonb bytes, and its whole keys (`whole_keys`).
+type ImpliedValue = (Vec<u8>, Option<Vec<String>>);
+
 /// The implied filters kept (a slot of the backend's state).
 #[derive(Default)]
-struct Implied(std::cell::RefCell<std::collections::HashMap<ImpliedKey, Vec<u8>>>);
+struct Implied(std::cell::RefCell<std::collections::HashMap<ImpliedKey, ImpliedValue>>);
 
 /// The jsonb filter the conditions imply (`implied_filter`), in the current
-/// memory context; None when a condition is NULL (no row matches).
+/// memory context, with the keys where a row the filter accepts holds
+/// every containment unless its value there is an array (`whole_keys`);
+/// None when a condition is NULL (no row matches).
 ///
 /// # Safety
 /// `values` are the conditions' values in order, live jsonb datums.
-unsafe fn implied_datum(kinds: &[Kind], values: &[Option<Datum>]) -> Option<Datum> {
+unsafe fn implied_datum(
+    kinds: &[Kind],
+    values: &[Option<Datum>],
+) -> Option<(Datum, Option<Vec<String>>)> {
     // SAFETY: as the caller's; the copy is a whole varlena.
     unsafe {
         let key: ImpliedKey = (
@@ -94,8 +102,12 @@ unsafe fn implied_datum(kinds: &[Kind], values: &[Option<Datum>]) -> Option<Datu
             Datum::from(p)
         };
         let implied = &crate::backend::slot::<Implied>().0;
-        if let Some(d) = implied.borrow().get(&key).map(|b| copy(b)) {
-            return Some(d);
+        if let Some(found) = implied
+            .borrow()
+            .get(&key)
+            .map(|(b, w)| (copy(b), w.clone()))
+        {
+            return Some(found);
         }
         let jsons: Vec<Option<serde_json::Value>> =
             values.iter().map(|d| d.map(|d| jsonb_value(d))).collect();
@@ -111,15 +123,17 @@ unsafe fn implied_datum(kinds: &[Kind], values: &[Option<Datum>]) -> Option<Datu
                 _ => return None, // NULL
             });
         }
-        let d = jsonb_datum(&implied_filter(&conditions).to_string());
+        let filter = implied_filter(&conditions);
+        let whole = whole_keys(&conditions, &filter);
+        let d = jsonb_datum(&filter.to_string());
         let bytes = varlena_bytes(d).to_vec();
         let mut m = implied.borrow_mut();
         if m.len() >= SESSION_IMPLIED {
             m.clear();
         }
-        m.insert(key, bytes);
+        m.insert(key, (bytes, whole.clone()));
         drop(m);
-        Some(d)
+        Some((d, whole))
     }
 }
 
@@ -205,10 +219,11 @@ impl Run {
             });
 
             self.org = varlena_bytes(org).to_vec();
-            let Some(filter) = implied_datum(&shape.filters, &filters) else {
+            let Some((filter, whole)) = implied_datum(&shape.filters, &filters) else {
                 return false; // a NULL condition
             };
             self.filter = filter;
+            self.whole = whole;
             let compiled = crate::filter_cache::session_filter(self.filter);
             if compiled.matches_nothing() {
                 return false;
