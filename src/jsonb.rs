@@ -192,15 +192,19 @@ pub unsafe fn exact_match_of(f: &Filter, d: Datum) -> bool {
     }
 }
 
-/// Whether the value at each of `keys` in a `jsonb` attributes datum is
-/// there and not an array (`containment::whole_keys`).
+/// Whether a `jsonb` attributes datum is an object whose value at each of
+/// `keys` is there and not an array (`containment::whole_keys`).
 ///
 /// # Safety
 /// `d` must be a non-null `jsonb` datum.
 pub unsafe fn no_array_at(d: Datum, keys: &[String]) -> bool {
     // SAFETY: key lookups on the live, detoasted object.
     unsafe {
-        let root = object_root(d);
+        let jb = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as *mut pg_sys::Jsonb;
+        let root = &raw mut (*jb).root;
+        if (*root).header & pg_sys::JB_FOBJECT == 0 {
+            return false; // `@>` of an object holds for no array or scalar
+        }
         keys.iter().all(|key| {
             let mut res: JsonbValue = std::mem::zeroed();
             let found = pg_sys::getKeyJsonValueFromContainer(

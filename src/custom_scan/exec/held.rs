@@ -62,16 +62,14 @@ impl Run {
             let old = pg_sys::MemoryContextSwitchTo((*econtext).ecxt_per_tuple_memory);
             let keep = match &self.whole {
                 Some(keys) if self.ready_filtered => {
-                    keys.is_empty() || {
-                        let mut isnull = false;
-                        let attrs = pg_sys::heap_getattr(
-                            &mut self.current,
-                            self.shape.attrs.into(),
-                            self.desc,
-                            &mut isnull,
-                        );
-                        !isnull && crate::jsonb::no_array_at(attrs, keys)
-                    }
+                    let mut isnull = false;
+                    let attrs = pg_sys::heap_getattr(
+                        &mut self.current,
+                        self.shape.attrs.into(),
+                        self.desc,
+                        &mut isnull,
+                    );
+                    !isnull && crate::jsonb::no_array_at(attrs, keys)
                 }
                 _ => {
                     (*econtext).ecxt_scantuple = slot;
