@@ -33,17 +33,57 @@ use pg_sys::JsonbIteratorToken::{WJB_DONE, WJB_ELEM, WJB_KEY, WJB_VALUE};
 /// # Safety
 /// `d` must be a non-null `jsonb` datum.
 pub unsafe fn object_root(d: Datum) -> *mut JsonbContainer {
+    // SAFETY: as the caller's.
+    unsafe {
+        root_if_object(d).unwrap_or_else(|| {
+            attributes_object(&jsonb_value(d)).or_raise();
+            unreachable!("a jsonb that is not an object is refused above");
+        })
+    }
+}
+
+/// The root container of a `jsonb` datum, when it is an object.
+///
+/// # Safety
+/// `d` must be a non-null `jsonb` datum.
+unsafe fn root_if_object(d: Datum) -> Option<*mut JsonbContainer> {
     // SAFETY: pg_detoast_datum returns a 4-byte-header, aligned copy or the
     // datum itself, valid for the current memory context.
     unsafe {
         let jb = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as *mut pg_sys::Jsonb;
         let root = &raw mut (*jb).root;
-        if (*root).header & pg_sys::JB_FOBJECT == 0 {
-            attributes_object(&jsonb_value(d)).or_raise();
-            unreachable!("a jsonb that is not an object is refused above");
-        }
-        root
+        ((*root).header & pg_sys::JB_FOBJECT != 0).then_some(root)
     }
+}
+
+/// The value at `key` of object `root`, written into `res`.
+///
+/// # Safety
+/// `root` is a live object container.
+unsafe fn value_at<'a>(
+    root: *mut JsonbContainer,
+    key: &str,
+    res: &'a mut JsonbValue,
+) -> Option<&'a JsonbValue> {
+    // SAFETY: the lookup fills `res` and returns it, or null.
+    unsafe {
+        let found = pg_sys::getKeyJsonValueFromContainer(
+            root,
+            key.as_ptr() as *const _,
+            key.len() as i32,
+            res,
+        );
+        (!found.is_null()).then_some(&*found)
+    }
+}
+
+/// Whether `v` is an array.
+///
+/// # Safety
+/// `v` comes from a live jsonb.
+unsafe fn is_array(v: &JsonbValue) -> bool {
+    // SAFETY: the union field read matches `type_`.
+    unsafe { v.type_ == JBV_BINARY && (*v.val.binary.data).header & pg_sys::JB_FARRAY != 0 }
 }
 
 /// Canonical JSON of a nested container (object, or array inside an array).
@@ -96,7 +136,7 @@ unsafe fn one(v: &JsonbValue, f: &mut dyn FnMut(u8, &[u8]) -> bool) -> bool {
 pub unsafe fn for_each_value(v: &JsonbValue, f: &mut dyn FnMut(u8, &[u8]) -> bool) -> bool {
     // SAFETY: binary values point into the same live jsonb.
     unsafe {
-        if v.type_ == JBV_BINARY && (*v.val.binary.data).header & pg_sys::JB_FARRAY != 0 {
+        if is_array(v) {
             let mut it = pg_sys::JsonbIteratorInit(v.val.binary.data);
             let mut e: JsonbValue = std::mem::zeroed();
             loop {
@@ -177,14 +217,10 @@ pub unsafe fn exact_match_of(f: &Filter, d: Datum) -> bool {
         let root = object_root(d);
         for c in &f.clauses {
             let mut res: JsonbValue = std::mem::zeroed();
-            let found = pg_sys::getKeyJsonValueFromContainer(
-                root,
-                c.key.as_ptr() as *const _,
-                c.key.len() as i32,
-                &mut res,
-            );
-            if found.is_null() || !for_each_value(&*found, &mut |tag, bytes| c.contains(tag, bytes))
-            {
+            let Some(found) = value_at(root, &c.key, &mut res) else {
+                return false;
+            };
+            if !for_each_value(found, &mut |tag, bytes| c.contains(tag, bytes)) {
                 return false;
             }
         }
@@ -200,23 +236,13 @@ pub unsafe fn exact_match_of(f: &Filter, d: Datum) -> bool {
 pub unsafe fn no_array_at(d: Datum, keys: &[String]) -> bool {
     // SAFETY: key lookups on the live, detoasted object.
     unsafe {
-        let jb = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as *mut pg_sys::Jsonb;
-        let root = &raw mut (*jb).root;
-        if (*root).header & pg_sys::JB_FOBJECT == 0 {
-            return false; // `@>` of an object holds for no array or scalar
-        }
+        // `@>` of an object holds for no array or scalar
+        let Some(root) = root_if_object(d) else {
+            return false;
+        };
         keys.iter().all(|key| {
             let mut res: JsonbValue = std::mem::zeroed();
-            let found = pg_sys::getKeyJsonValueFromContainer(
-                root,
-                key.as_ptr() as *const _,
-                key.len() as i32,
-                &mut res,
-            );
-            let array = |v: *mut JsonbValue| {
-                (*v).type_ == JBV_BINARY && (*(*v).val.binary.data).header & pg_sys::JB_FARRAY != 0
-            };
-            !found.is_null() && !array(found)
+            value_at(root, key, &mut res).is_some_and(|v| !is_array(v))
         })
     }
 }
