@@ -180,7 +180,7 @@ pub unsafe extern "C-unwind" fn alerts_attrs_match(fcinfo: pg_sys::FunctionCallI
     // SAFETY: STRICT, arguments (jsonb, jsonb).
     unsafe {
         let f = compiled(fcinfo, arg(fcinfo, 1));
-        Datum::from(crate::jsonb::exact_match_of(f, arg(fcinfo, 0)))
+        Datum::from(crate::jsonb::exact_match_of(f, arg(fcinfo, 0), &[]))
     }
 }
 

@@ -207,11 +207,12 @@ pub unsafe fn element_count_of(d: Datum) -> usize {
 }
 
 /// The exact filter test on a `jsonb` attributes datum: one key lookup per
-/// clause, values compared in place.
+/// clause, values compared in place; at `whole` keys (the custom scan's
+/// `@>` of a scalar, `containment::whole_keys`) an array does not match.
 ///
 /// # Safety
 /// `d` must be a non-null `jsonb` datum.
-pub unsafe fn exact_match_of(f: &Filter, d: Datum) -> bool {
+pub unsafe fn exact_match_of(f: &Filter, d: Datum, whole: &[String]) -> bool {
     // SAFETY: key lookups and iteration on the live, detoasted object.
     unsafe {
         let root = object_root(d);
@@ -220,6 +221,9 @@ pub unsafe fn exact_match_of(f: &Filter, d: Datum) -> bool {
             let Some(found) = value_at(root, &c.key, &mut res) else {
                 return false;
             };
+            if is_array(found) && whole.contains(&c.key) {
+                return false;
+            }
             if !for_each_value(found, &mut |tag, bytes| c.contains(tag, bytes)) {
                 return false;
             }

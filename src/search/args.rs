@@ -46,6 +46,12 @@ pub struct Args<'a> {
     /// partitions as they are, raises an ERROR if the tree is no longer
     /// that (`partitions::unchanged`).
     pub pinned: Option<&'a [Oid]>,
+    /// Keys at which a row's value must not be an array
+    /// (`containment::whole_keys`): the custom scan's `@>` of strings and
+    /// booleans, which the filter implies but for arrays. The direct walk
+    /// tests it in its exact check; other routes leave it to the scan
+    /// (`Page::whole_checked`). Empty from `alerts_search`.
+    pub whole: &'a [String],
 }
 
 impl<'a> Args<'a> {
@@ -86,6 +92,7 @@ impl<'a> Args<'a> {
             spare: 0,
             ascending: None,
             pinned: None,
+            whole: &[],
         }
     }
 
@@ -114,6 +121,7 @@ impl<'a> Args<'a> {
             jsonpath,
             ids_bytewise: indexes.direct.is_some_and(|l| l.cols.ids_bytewise()),
             ascending: self.ascending,
+            whole: self.whole,
         }
     }
 }

@@ -39,6 +39,8 @@ pub struct Call<'a> {
     pub jsonpath: Option<std::sync::Arc<str>>,
     /// Oldest first; None: newest first, below `before`.
     pub ascending: Option<Ascending>,
+    /// Keys where the exact check refuses an array (`Args::whole`).
+    pub whole: &'a [String],
 }
 
 impl Call<'_> {

@@ -92,16 +92,19 @@ fn running_count() -> &'static std::cell::Cell<u32> {
 }
 
 /// The page of `args`: its rows (composite datums of the table's row type,
-/// in the current memory context), newest first.
+/// in the current memory context), newest first, and whether each came
+/// through the direct walk's exact check, which refuses arrays at
+/// `args.whole` (`Page::whole_checked`).
 ///
 /// # Safety
 /// The datums of `args` are live; `relid` is a table with the columns a
 /// search reads (the custom scan's planner checks them).
-pub unsafe fn rows(args: &Args) -> Vec<Datum> {
+pub unsafe fn rows(args: &Args) -> (Vec<Datum>, bool) {
     let mut page = Page::rows(args.page_size as i64, args.rowtype).with_spare(args.spare);
     // SAFETY: as the caller's.
     unsafe { fill(args, &mut page) };
-    page.into_rows()
+    let whole = page.whole_checked();
+    (page.into_rows(), whole)
 }
 
 /// Every row of tenant `org` in `relid` (not its inheritance children; a
@@ -278,6 +281,7 @@ unsafe fn fill_running(args: &Args, page: &mut Page) {
                                 ],
                             );
                             // no row when the tenant has none: an empty page
+                            page.mark_unchecked();
                             if let Some(w) = spi::first_value(routed) {
                                 wire::decode(w, args.rowtype, |row| page.add_row(row));
                             }

@@ -43,6 +43,10 @@ pub struct Page {
     /// Rows a rare path may add past `want`, from what it has read anyway
     /// (the rest of a range it checks whole; see [`Page::with_spare`]).
     spare: i64,
+    /// Some row came from a statement or another node, not through the
+    /// direct walk's exact check with `Args::whole` (see
+    /// [`Page::whole_checked`]).
+    unchecked: bool,
 }
 
 impl Page {
@@ -56,6 +60,7 @@ impl Page {
             size,
             want: size,
             spare: 0,
+            unchecked: false,
         }
     }
 
@@ -71,6 +76,7 @@ impl Page {
             size,
             want: size,
             spare: 0,
+            unchecked: false,
         }
     }
 
@@ -96,6 +102,19 @@ impl Page {
 
     pub fn is_full(&self) -> bool {
         self.want <= 0
+    }
+
+    /// Whether every row came through the direct walk's exact check,
+    /// which refuses arrays at `Args::whole` keys: rows of statements
+    /// (the statement walk, the rare paths) and of other nodes did not.
+    pub fn whole_checked(&self) -> bool {
+        !self.unchecked
+    }
+
+    /// Rows are added that the direct walk did not check
+    /// ([`Page::whole_checked`]).
+    pub fn mark_unchecked(&mut self) {
+        self.unchecked = true;
     }
 
     /// Appends one row (a non-NULL composite datum of the table's row type).
@@ -170,6 +189,7 @@ impl Page {
     /// As [`Page::add`].
     unsafe fn add_up_to(&mut self, tt: *mut pg_sys::SPITupleTable, spare: i64) -> i64 {
         let mut copied = 0;
+        self.unchecked = true;
         // SAFETY: tt is a live SPI result table; its column 1 is checked to
         // be the row type before any value is read.
         unsafe {
@@ -197,6 +217,7 @@ impl Page {
     /// `tt` must be a live SPI result table.
     pub unsafe fn add_columns(&mut self, tt: *mut pg_sys::SPITupleTable) -> i64 {
         let mut copied = 0;
+        self.unchecked = true;
         // SAFETY: as the caller's; the columns are checked against the
         // row type before any value is read, the descriptor released here.
         unsafe {
@@ -355,8 +376,9 @@ impl Page {
         true
     }
 
-    /// Appends one row another node sent (see `wire::decode`); false once
-    /// the page is full.
+    /// Appends one row another node sent (see `wire::decode`; the caller
+    /// marks the page [`Page::mark_unchecked`]) or that this page set
+    /// aside (a merge); false once the page is full.
     ///
     /// # Safety
     /// As [`Page::push`].

@@ -97,11 +97,11 @@ pub fn walked(entries: i64) {
     update(|t| t.entries += entries.max(0) as u64);
 }
 
-/// A candidate checked exactly, and whether it matched.
-pub fn candidate(matched: bool) {
+/// Candidates checked exactly, and how many of them matched.
+pub fn candidates((checked, matched): (u64, u64)) {
     update(|t| {
-        t.candidates += 1;
-        t.matches += matched as u64;
+        t.candidates += checked;
+        t.matches += matched;
     });
 }
 

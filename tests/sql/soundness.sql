@@ -341,17 +341,22 @@ SELECT snd_plain($$SELECT id FROM snd_c WHERE organisation_id = 'o' AND alerts_a
                    AND attribute_values @> '{"a": "x"}' ORDER BY id DESC LIMIT 100$$) AS match_first,
        snd_plain($$SELECT id FROM snd_c WHERE organisation_id = 'o' AND attribute_values @> '{"a": "x"}'
                    AND alerts_attrs_match(attribute_values, '{"a": "x"}') ORDER BY id DESC LIMIT 100$$) AS contains_first;
--- the rows the node's own test of the containment removed: those whose
--- "a" is an array holding "x", which the search's filter accepts
--- (EXPLAIN ANALYZE's lines of it: its row counts read differently in 18)
+-- the rows whose "a" is an array holding "x", which the search's filter
+-- accepts and the containment does not: the direct walk's exact check
+-- refuses them (among the bloom's false positives); a statement walk's
+-- rows are tested by the node, which removes them (EXPLAIN ANALYZE's
+-- lines of it: its row counts read differently in 18)
 CREATE FUNCTION snd_removed(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
 DECLARE line text;
 BEGIN
   FOR line IN EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) ' || q LOOP
-    IF line LIKE '%Attribute Filter%' THEN RETURN NEXT trim(line); END IF;
+    IF line ~ 'Attribute Filter|Rechecked|False Positives' THEN RETURN NEXT trim(line); END IF;
   END LOOP;
 END $$;
 SELECT snd_removed($$SELECT id FROM snd_c WHERE organisation_id = 'o' AND attribute_values @> '{"a": "x"}' ORDER BY id DESC LIMIT 100$$);
+SET alerts.search_direct_scan = off;
+SELECT snd_removed($$SELECT id FROM snd_c WHERE organisation_id = 'o' AND attribute_values @> '{"a": "x"}' ORDER BY id DESC LIMIT 100$$);
+RESET alerts.search_direct_scan;
 -- the same rows in a table partitioned by id, read whole by one node
 CREATE TABLE snd_cq (id text COLLATE "C" NOT NULL, organisation_id text NOT NULL,
                      attribute_values jsonb, attribute_values_bitmap bit(512)) PARTITION BY RANGE (id);

@@ -5,11 +5,13 @@
 //! A page's rows passed the search's filter, which the containments imply
 //! (`containment::implied_filter`). Where the filter tests what they ask
 //! but for accepting an array holding the value (`containment::whole_keys`:
-//! strings and booleans), the node only looks that the row's value at each
-//! of those keys is not an array: one key lookup per key, on rows whose
-//! keys the search's exact check just read. Otherwise, and on the rows of
-//! a repeated id (read whole, by no filter), it evaluates the containments
-//! themselves, as the executor would have.
+//! strings and booleans), the search is told those keys (`Args::whole`)
+//! and the direct walk's exact check refuses an array there: its rows
+//! need nothing more (`search::rows` says which pages are so). Rows of
+//! statements (the statement walk, the rare paths) get one key lookup per
+//! key, that the value is not an array. Otherwise, and on the rows of a
+//! repeated id (read whole, by no filter), the node evaluates the
+//! containments themselves, as the executor would have.
 
 use pgrx::pg_sys;
 
@@ -61,6 +63,8 @@ impl Run {
         let keep = unsafe {
             let old = pg_sys::MemoryContextSwitchTo((*econtext).ecxt_per_tuple_memory);
             let keep = match &self.whole {
+                // the search's exact check refused arrays there
+                Some(_) if self.ready_filtered && self.ready_whole => true,
                 Some(keys) if self.ready_filtered => {
                     let mut isnull = false;
                     let attrs = pg_sys::heap_getattr(

@@ -59,11 +59,13 @@ enum Phase {
 pub struct Run {
     pub shape: Shape,
     /// The plan's values, initialised, and its containments as one qual
-    /// (null: none); `whole`, `ready_filtered`, `removed`: see `held.rs`.
+    /// (null: none); `whole`, `ready_filtered`, `ready_whole`, `removed`:
+    /// see `held.rs`.
     exprs: Vec<*mut pg_sys::ExprState>,
     held: *mut pg_sys::ExprState,
     whole: Option<Vec<String>>,
     ready_filtered: bool,
+    ready_whole: bool,
     removed: u64,
     relid: Oid,
     rowtype: Oid,
@@ -161,6 +163,7 @@ unsafe extern "C-unwind" fn begin(
             held,
             whole: None,
             ready_filtered: false,
+            ready_whole: false,
             removed: 0,
             relid: (*rel).rd_id,
             rowtype: (*(*rel).rd_rel).reltype,
@@ -320,9 +323,10 @@ impl Run {
                 );
                 self.ready.extend(rows);
                 self.ready_filtered = false;
+                self.ready_whole = false;
                 self.past(id);
             } else {
-                self.page();
+                self.ready_whole = self.page();
                 self.ready_filtered = true;
             }
             drop(reader);
@@ -331,8 +335,9 @@ impl Run {
         }
     }
 
-    /// One page of the search, into `ready`.
-    unsafe fn page(&mut self) {
+    /// One page of the search, into `ready`; whether its rows passed the
+    /// exact check at the `whole` keys too (`search::rows`).
+    unsafe fn page(&mut self) -> bool {
         // SAFETY: in the page's memory; the values are live.
         unsafe {
             let compiled = self.compiled.as_ref().expect("computed at start");
@@ -346,6 +351,7 @@ impl Run {
                 // a one-row first page keeps what its rare path read
                 spare: self.wanted - self.size,
                 pinned: self.tree.as_deref(),
+                whole: self.whole.as_deref().unwrap_or(&[]),
                 ..crate::search::Args::new(
                     (self.relid, self.rowtype),
                     text(&self.org),
@@ -357,7 +363,7 @@ impl Run {
                 )
             };
             trace::take();
-            let rows = crate::search::rows(&args);
+            let (rows, whole_checked) = crate::search::rows(&args);
             explain::add_trace(&mut self.trace, trace::take());
             self.pages += 1;
             if self.first_page == 0 {
@@ -368,7 +374,7 @@ impl Run {
             if !full {
                 self.ready.extend(rows);
                 self.end_of_window();
-                return;
+                return whole_checked;
             }
             let last = self
                 .id_of(*rows.last().expect("a full page has rows"))
@@ -385,6 +391,7 @@ impl Run {
                 self.ready.extend(kept);
                 self.tie = Some(last);
             }
+            whole_checked
         }
     }
 

@@ -8,7 +8,6 @@ use super::IndexWalk;
 use crate::columns::Columns;
 use crate::search::page::Page;
 use crate::search::spi::cstr_owned;
-use crate::search::trace;
 
 /// Deforms the slot's row up to column `upto`; then [`slot_column`] reads
 /// any column up to it.
@@ -53,7 +52,7 @@ impl IndexWalk<'_> {
             let Some(matched) = self.candidate_matches() else {
                 return false;
             };
-            trace::candidate(matched);
+            self.count(matched);
             if matched {
                 self.add_slot(page);
             }
@@ -88,8 +87,17 @@ impl IndexWalk<'_> {
             };
             // The column filter first: an equality of a few datums, where
             // the attributes' check walks the jsonb.
-            Some(self.columns_match() && crate::jsonb::exact_match_of(self.filter, attrs))
+            Some(
+                self.columns_match()
+                    && crate::jsonb::exact_match_of(self.filter, attrs, self.whole),
+            )
         }
+    }
+
+    /// A candidate checked exactly, for the trace.
+    pub(super) fn count(&mut self, matched: bool) {
+        self.checked.0 += 1;
+        self.checked.1 += u64::from(matched);
     }
 
     /// The largest column number the column filter reads (0: none).

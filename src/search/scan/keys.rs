@@ -9,7 +9,6 @@ use super::heap::{deform_slot, slot_column};
 use super::IndexWalk;
 use crate::datum::text_cmp as compare;
 use crate::search::page::Page;
-use crate::search::trace;
 
 /// The strategy of `&&` in GIN's array operator classes.
 const GIN_OVERLAP: u32 = 1;
@@ -123,8 +122,8 @@ impl IndexWalk<'_> {
                             self.filter.bloom_match_bytes(crate::datum::bitmap_arg(bm))
                         })
                         && self.columns_match()
-                        && crate::jsonb::exact_match_of(self.filter, attrs);
-                    trace::candidate(matched);
+                        && crate::jsonb::exact_match_of(self.filter, attrs, self.whole);
+                    self.count(matched);
                     matched.then(|| id.to_vec())
                 }
                 _ => None,

@@ -35,6 +35,7 @@ use super::call::Call;
 use super::layout::Layout;
 use super::page::Page;
 use super::spi::{cstr_owned, text_of};
+use super::trace;
 use super::walker::{Walk, Walked};
 use crate::columns::Columns;
 use crate::datum::text_cmp as compare;
@@ -71,6 +72,11 @@ pub struct IndexWalk<'a> {
     direction: pg_sys::ScanDirection::Type,
     layout: Layout,
     filter: &'a Filter,
+    /// Keys where the exact check refuses an array (`Call::whole`).
+    whole: &'a [String],
+    /// Candidates checked exactly and those that matched, for the trace
+    /// (counted here, told once at `end`).
+    checked: (u64, u64),
     /// The column filter, compiled against the rows' type, and its datum.
     columns: Option<(&'a Columns, Datum)>,
     /// The column filter compiled against this relation's own columns, when
@@ -162,6 +168,8 @@ impl<'a> IndexWalk<'a> {
                 },
                 layout,
                 filter,
+                whole: call.whole,
+                checked: (0, 0),
                 columns: columns.zip(call.columns),
                 own_columns: OnceCell::new(),
                 output: None,
@@ -340,6 +348,7 @@ impl<'a> IndexWalk<'a> {
     /// # Safety
     /// Called once, last.
     pub unsafe fn end(self) {
+        trace::candidates(self.checked);
         // SAFETY: everything here was opened by `begin`.
         unsafe {
             pg_sys::ExecDropSingleTupleTableSlot(self.slot);
