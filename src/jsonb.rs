@@ -50,7 +50,16 @@ unsafe fn root_if_object(d: Datum) -> Option<*mut JsonbContainer> {
     // SAFETY: pg_detoast_datum returns a 4-byte-header, aligned copy or the
     // datum itself, valid for the current memory context.
     unsafe {
-        let jb = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as *mut pg_sys::Jsonb;
+        let v = d.cast_mut_ptr::<pg_sys::varlena>();
+        // In line, 4-byte header, not compressed (a row's attributes past
+        // 126 bytes, aligned as jsonb is): what pg_detoast_datum would
+        // return as it is, read without a call into Postgres.
+        let v = if pgrx::varatt_is_4b_u(v) {
+            v
+        } else {
+            pg_sys::pg_detoast_datum(v)
+        };
+        let jb = v as *mut pg_sys::Jsonb;
         let root = &raw mut (*jb).root;
         ((*root).header & pg_sys::JB_FOBJECT != 0).then_some(root)
     }

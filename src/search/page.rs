@@ -70,7 +70,9 @@ impl Page {
     pub fn rows(size: i64, rowtype: Oid) -> Page {
         Page {
             // SAFETY: reads the backend's current context.
-            sink: Sink::Rows(Vec::new(), unsafe { pg_sys::CurrentMemoryContext }),
+            sink: Sink::Rows(Vec::with_capacity(size.clamp(0, 1024) as usize), unsafe {
+                pg_sys::CurrentMemoryContext
+            }),
             aside: None,
             rowtype,
             size,
