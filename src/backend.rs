@@ -14,6 +14,7 @@
 //! | parsed column filters | `columns` |
 //! | filters implied by the custom scan's conditions | `custom_scan::exec::values` |
 //! | what the catalogs say of each table the custom scan is offered for | `custom_scan::facts` |
+//! | what each partitioned table's key tells a search's pruning | `search::partitions` |
 //! | the relcache epoch every cache above is checked against | `search::indexes` |
 //!
 //! | scratch of the running call (set at its start) | owner |

@@ -243,43 +243,27 @@ unsafe fn in_window(
         if bounds.is_null() {
             return None;
         }
-        let (_, column, class, collation) = key_of((*rel).rd_id)?;
-        let named = |name: &std::ffi::CStr| pg_sys::get_attnum((*rel).rd_id, name.as_ptr());
-        let mut meets = vec![false; usize::try_from((*desc).nparts).unwrap_or(0)];
         // 'h', 'l' or 'r': a `char` before PostgreSQL 16, an enum of the
         // same values after.
         let strategy = (*bounds).strategy as u8;
-        if strategy == b'h' {
-            if column != named(c"organisation_id")
-                || pg_sys::get_opclass_input_type(class) != pg_sys::TEXTOID
-            {
-                return None;
+        let mut meets = vec![false; usize::try_from((*desc).nparts).unwrap_or(0)];
+        let collation = match (key_use(rel), strategy) {
+            (KeyUse::Tenant { hash, collation }, b'h') if (*bounds).nindexes > 0 => {
+                // As PostgreSQL routes a row: the key's extended hash with
+                // the partitioning seed, combined into 0, modulo the
+                // greatest modulus (`compute_partition_hash_value`).
+                let seed = Datum::from(0x7A5B_2236_7996_DCFD_u64);
+                let h = pg_sys::OidFunctionCall2Coll(hash, collation, org, seed).value() as u64;
+                let row_hash = h.wrapping_add(0x49a0_f4dd_15e5_a8e3);
+                let i = (row_hash % (*bounds).nindexes as u64) as usize;
+                if let Ok(p) = usize::try_from(*(*bounds).indexes.add(i)) {
+                    meets[p] = true;
+                }
+                return Some((meets, false));
             }
-            let family = pg_sys::get_opclass_family(class);
-            let hash = pg_sys::get_opfamily_proc(family, pg_sys::TEXTOID, pg_sys::TEXTOID, 2);
-            if hash == pg_sys::InvalidOid || (*bounds).nindexes <= 0 {
-                return None;
-            }
-            // As PostgreSQL routes a row: the key's extended hash with the
-            // partitioning seed, combined into 0, modulo the greatest
-            // modulus (`compute_partition_hash_value`).
-            let seed = Datum::from(0x7A5B_2236_7996_DCFD_u64);
-            let h = pg_sys::OidFunctionCall2Coll(hash, collation, org, seed).value() as u64;
-            let row_hash = h.wrapping_add(0x49a0_f4dd_15e5_a8e3);
-            let i = (row_hash % (*bounds).nindexes as u64) as usize;
-            if let Ok(p) = usize::try_from(*(*bounds).indexes.add(i)) {
-                meets[p] = true;
-            }
-            return Some((meets, false));
-        }
-        let id = named(c"id");
-        if strategy != b'r'
-            || column != id
-            || pg_sys::get_opclass_family(class) != pg_sys::TEXT_BTREE_FAM_OID
-            || collation != crate::compat::attribute((*rel).rd_att, id.into()).attcollation
-        {
-            return None;
-        }
+            (KeyUse::Ids { collation }, b'r') => collation,
+            _ => return None,
+        };
         let (floor, before) = (varlena_bytes(floor), before.map(|b| varlena_bytes(b)));
         // Bound j of the sorted bounds: None for MINVALUE or MAXVALUE
         // (then `j`'s side says which).
@@ -305,6 +289,78 @@ unsafe fn in_window(
             meets[p] = !below_floor && !above_window;
         }
         Some((meets, true))
+    }
+}
+
+/// What a partitioned table's key tells the window's pruning
+/// ([`in_window`]).
+#[derive(Clone, Copy)]
+enum KeyUse {
+    /// Hash of `organisation_id` (text): the hash support function and
+    /// the key's collation.
+    Tenant { hash: Oid, collation: Oid },
+    /// Range on `id` in text's own order and the column's collation.
+    Ids { collation: Oid },
+    /// Nothing: every partition is kept.
+    Neither,
+}
+
+/// Each partitioned table's [`KeyUse`] with the relcache epoch it was read
+/// in: the key never changes, but the table may be dropped and its OID
+/// reused (a slot of the backend's state).
+#[derive(Default)]
+struct KeyUses(std::cell::RefCell<Vec<(Oid, u64, KeyUse)>>);
+
+/// `rel`'s [`KeyUse`], read from the catalogs once per relcache epoch.
+///
+/// # Safety
+/// `rel` is an open partitioned table.
+unsafe fn key_use(rel: pg_sys::Relation) -> KeyUse {
+    let epoch = super::indexes::relcache_epoch();
+    // SAFETY: as the caller's.
+    let relid = unsafe { (*rel).rd_id };
+    let cache = &crate::backend::slot::<KeyUses>().0;
+    if let Some(&(_, _, known)) = cache.borrow().iter().find(|e| e.0 == relid && e.1 == epoch) {
+        return known;
+    }
+    // SAFETY: catalog reads of an open relation.
+    let known = unsafe { read_key_use(rel) };
+    let mut cache = cache.borrow_mut();
+    cache.retain(|e| e.1 == epoch && e.0 != relid);
+    cache.push((relid, epoch, known));
+    known
+}
+
+/// [`key_use`], from the catalogs.
+///
+/// # Safety
+/// As [`key_use`].
+unsafe fn read_key_use(rel: pg_sys::Relation) -> KeyUse {
+    // SAFETY: as the caller's.
+    unsafe {
+        let Some((strategy, column, class, collation)) = key_of((*rel).rd_id) else {
+            return KeyUse::Neither;
+        };
+        let named = |name: &std::ffi::CStr| pg_sys::get_attnum((*rel).rd_id, name.as_ptr());
+        if strategy == b'h'
+            && column == named(c"organisation_id")
+            && pg_sys::get_opclass_input_type(class) == pg_sys::TEXTOID
+        {
+            let family = pg_sys::get_opclass_family(class);
+            let hash = pg_sys::get_opfamily_proc(family, pg_sys::TEXTOID, pg_sys::TEXTOID, 2);
+            if hash != pg_sys::InvalidOid {
+                return KeyUse::Tenant { hash, collation };
+            }
+        }
+        let id = named(c"id");
+        if strategy == b'r'
+            && column == id
+            && pg_sys::get_opclass_family(class) == pg_sys::TEXT_BTREE_FAM_OID
+            && collation == crate::compat::attribute((*rel).rd_att, id.into()).attcollation
+        {
+            return KeyUse::Ids { collation };
+        }
+        KeyUse::Neither
     }
 }
 
