@@ -137,6 +137,17 @@ impl Page {
                     return;
                 }
             }
+            self.keep(d)
+        }
+    }
+
+    /// Stores one row that is not kept aside.
+    ///
+    /// # Safety
+    /// As [`Page::push`].
+    unsafe fn keep(&mut self, d: Datum) {
+        // SAFETY: as the caller's.
+        unsafe {
             match &mut self.sink {
                 Sink::Store(store) => {
                     let td = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as pg_sys::HeapTupleHeader;
@@ -320,14 +331,22 @@ impl Page {
                     return;
                 }
             }
-            if let Sink::Rows(rows, cxt) = &mut self.sink {
-                let old = pg_sys::MemoryContextSwitchTo(*cxt);
-                rows.push(pg_sys::heap_copy_tuple_as_datum(tuple, desc));
-                pg_sys::MemoryContextSwitchTo(old);
-                self.want -= 1;
-                return;
+            match &mut self.sink {
+                Sink::Rows(rows, cxt) => {
+                    let old = pg_sys::MemoryContextSwitchTo(*cxt);
+                    rows.push(pg_sys::heap_copy_tuple_as_datum(tuple, desc));
+                    pg_sys::MemoryContextSwitchTo(old);
+                }
+                // The store copies the row: one with no value out of line
+                // (the rest are as a composite value's) goes in as it is.
+                Sink::Store(store)
+                    if (*(*tuple).t_data).t_infomask & pg_sys::HEAP_HASEXTERNAL as u16 == 0 =>
+                {
+                    pg_sys::tuplestore_puttuple(*store, tuple)
+                }
+                Sink::Store(_) => return self.keep(pg_sys::heap_copy_tuple_as_datum(tuple, desc)),
             }
-            self.push(pg_sys::heap_copy_tuple_as_datum(tuple, desc))
+            self.want -= 1;
         }
     }
 
