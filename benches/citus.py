@@ -40,11 +40,12 @@ import timing
 from common import lit, psql
 
 DB = "alerts_bench_citus"
-METHODS = ["gin", "search", "plain", "gin_worker", "search_worker", "gin_1node", "search_1node"]
+METHODS = ["gin", "search", "plain", "plain_match", "gin_worker", "search_worker", "gin_1node", "search_1node"]
 LABELS = {
     "gin": "GIN (planner), via coordinator",
     "search": "alerts_search(), via coordinator",
     "plain": "plain SQL @> (custom scan on the worker), via coordinator",
+    "plain_match": "plain SQL alerts_attrs_match (custom scan on the worker), via coordinator",
     "gin_worker": "GIN (planner) on the tenant's worker, its shard",
     "search_worker": "alerts_search() on the tenant's worker",
     "gin_1node": "GIN (planner), one node",
@@ -119,7 +120,7 @@ def refresh():
 
 
 # Who runs each method (see the module comment).
-USER = {"search": "bench_alerts", "plain": "bench_alerts"}
+USER = {"search": "bench_alerts", "plain": "bench_alerts", "plain_match": "bench_alerts"}
 
 
 def roles():
@@ -148,8 +149,8 @@ def worker_of(org):
 
 
 def method_sql(m, s):
-    if m == "plain":
-        return peer_sql("plain", s, None)
+    if m in ("plain", "plain_match"):
+        return peer_sql(m, s, None)
     sql = peer_sql("gin" if m.startswith("gin") else "search", s, None)
     return shard_sql(sql, s["org"]) if m == "gin_worker" else sql
 
@@ -170,7 +171,7 @@ def main(args):
     c, one = citus_port(), int(common.PG["port"])
     work = Path(tempfile.mkdtemp(prefix="alerts-bench-"))
     os.chmod(work, 0o777)
-    results, failures, mix = [], [], {m: [] for m in ("gin", "search", "plain", "gin_1node", "search_1node")}
+    results, failures, mix = [], [], {m: [] for m in ("gin", "search", "plain", "plain_match", "gin_1node", "search_1node")}
     methods = (args.methods or ",".join(METHODS)).split(",")
     for s in data.scenarios(src_db, size, "alerts"):
         if not s["core"] or (args.only and args.only not in s["name"]):
@@ -258,13 +259,16 @@ def write_table(results, floors, tput, meta, path):
     lines += ["", "alerts_search and plain SQL against GIN through the coordinator (p95 ratio), and the "
                   "coordinator's share of a page (p50 through the coordinator minus the same work on the tenant's "
                   "worker: GIN's query on the shard for GIN, alerts_search on the worker for the other two):", "",
-              "| scenario | alerts_search / GIN (p95) | plain SQL / GIN (p95) | GIN's share (ms) | "
-              "alerts_search's share (ms) | plain SQL's share (ms) |", "|---|---|---|---|---|---|"]
+              "| scenario | alerts_search / GIN (p95) | plain SQL / GIN (p95) | plain SQL alerts_attrs_match / GIN "
+              "(p95) | GIN's share (ms) | alerts_search's share (ms) | plain SQL's share (ms) |",
+              "|---|---|---|---|---|---|---|"]
     for s in scen:
-        g, a, p, gw, w = (cell.get((s, m)) for m in ("gin", "search", "plain", "gin_worker", "search_worker"))
+        g, a, p, pm, gw, w = (cell.get((s, m)) for m in ("gin", "search", "plain", "plain_match", "gin_worker",
+                                                           "search_worker"))
         lines.append(f"| {s} | " + " | ".join([
             f"{a['p95'] / g['p95']:.2f}x" if a and g else "-",
             f"{p['p95'] / g['p95']:.2f}x" if p and g else "-",
+            f"{pm['p95'] / g['p95']:.2f}x" if pm and g else "-",
             f"{g['p50'] - gw['p50']:.3f}" if g and gw else "-",
             f"{a['p50'] - w['p50']:.3f}" if a and w else "-",
             f"{p['p50'] - w['p50']:.3f}" if p and w else "-"]) + " |")
