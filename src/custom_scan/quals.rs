@@ -85,9 +85,10 @@ pub struct Usable {
     /// The quals every row of the search holds exactly (the tenant, `id >=`,
     /// `id <`), which the executor need not test again.
     pub guaranteed: Vec<*mut pg_sys::RestrictInfo>,
-    /// The containments (`attribute_values @> value`) the node tests itself
-    /// (`exec/`): none where a row-level policy adds quals, which Postgres
-    /// tests before the query's own.
+    /// The containments (`attribute_values @> value`) and filters
+    /// (`alerts_attrs_match`) the node tests itself (`exec/held.rs`): none
+    /// where a row-level policy adds quals, which Postgres tests before the
+    /// query's own.
     pub held: Vec<*mut pg_sys::RestrictInfo>,
 }
 
@@ -187,6 +188,7 @@ pub unsafe fn usable(clauses: *mut pg_sys::List, varno: u32, cols: &Columns) -> 
                             found
                                 .filters
                                 .push((Kind::Filter, vec![value as *mut pg_sys::Expr]));
+                            found.held.push(rinfo); // tested as containments are
                         }
                     }
                 }

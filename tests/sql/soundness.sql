@@ -357,6 +357,19 @@ SELECT snd_removed($$SELECT id FROM snd_c WHERE organisation_id = 'o' AND attrib
 SET alerts.search_direct_scan = off;
 SELECT snd_removed($$SELECT id FROM snd_c WHERE organisation_id = 'o' AND attribute_values @> '{"a": "x"}' ORDER BY id DESC LIMIT 100$$);
 RESET alerts.search_direct_scan;
+-- alerts_attrs_match alone, which the node tests itself too: rows whose
+-- "a" is an array holding the value pass it (none removed, none refused),
+-- in both walks; every filter it accepts against Postgres' own plan
+SELECT snd_removed($$SELECT id FROM snd_c WHERE organisation_id = 'o' AND alerts_attrs_match(attribute_values, '{"a": "x"}') ORDER BY id DESC LIMIT 100$$);
+SET alerts.search_direct_scan = off;
+SELECT snd_removed($$SELECT id FROM snd_c WHERE organisation_id = 'o' AND alerts_attrs_match(attribute_values, '{"a": "x"}') ORDER BY id DESC LIMIT 100$$);
+RESET alerts.search_direct_scan;
+SELECT n, snd_plain(format($$SELECT id FROM snd_c WHERE organisation_id = 'o' AND alerts_attrs_match(attribute_values, %L) ORDER BY id DESC LIMIT 100$$, n)) AS filter
+FROM snd_needles WHERE jsonb_typeof(n) = 'object' AND n::text NOT LIKE '%null%' ORDER BY n::text;
+-- two filters on one key: the second is not in the search's filter as
+-- written, so the node tests it
+SELECT snd_plain($$SELECT id FROM snd_c WHERE organisation_id = 'o' AND alerts_attrs_match(attribute_values, '{"a": ["x", "y"]}')
+                   AND alerts_attrs_match(attribute_values, '{"a": "y"}') ORDER BY id DESC LIMIT 100$$) AS two_filters;
 -- the same rows in a table partitioned by id, read whole by one node
 CREATE TABLE snd_cq (id text COLLATE "C" NOT NULL, organisation_id text NOT NULL,
                      attribute_values jsonb, attribute_values_bitmap bit(512)) PARTITION BY RANGE (id);

@@ -64,16 +64,27 @@ pub fn implied_filter(conditions: &[Condition]) -> Value {
 /// containments among `conditions` ask, but for one difference: the filter
 /// also accepts an array holding the value. Some(keys) when every
 /// containment is an object of strings and booleans, each the filter's
-/// whole clause at its key: a row the filter accepts, whose value at each
-/// of these keys is not an array, holds every containment (`@>` compares
-/// strings byte by byte, as the filter does). None when a containment asks
-/// more than that (a number, an array, an object, a key another condition
-/// set first), and `@>` itself must decide.
+/// whole clause at its key, and every filter condition is an object whose
+/// clauses the implied filter kept as they are: a row the filter accepts,
+/// whose value at each of these keys is not an array, holds every
+/// containment (`@>` compares strings byte by byte, as the filter does)
+/// and every filter. None when a condition asks more than that (a number,
+/// an array, an object, a key another condition set first), and the
+/// condition itself must decide. OR'ed containments are not looked at:
+/// their own test decides them.
 pub fn whole_keys(conditions: &[Condition], implied: &Value) -> Option<Vec<String>> {
     let mut keys = Vec::new();
     for c in conditions {
-        let Condition::Contains(value) = c else {
-            continue;
+        let value = match c {
+            Condition::Contains(value) => value,
+            Condition::Filter(Value::Object(m)) => {
+                if m.iter().any(|(key, v)| implied.get(key) != Some(v)) {
+                    return None;
+                }
+                continue;
+            }
+            Condition::Filter(_) => return None,
+            Condition::AnyOf(_) => continue,
         };
         let Value::Object(m) = value else {
             return None;
@@ -284,12 +295,19 @@ mod tests {
             Some(vec!["env".into(), "ok".into(), "team".into()])
         );
         assert_eq!(whole(&[Condition::Contains(&json!({}))]), Some(vec![]));
-        // alerts_attrs_match and OR'ed containments keep their own tests
+        // a filter kept whole needs nothing more; OR'ed containments keep
+        // their own test
         let f = json!({"sev": ["1", "2"]});
         assert_eq!(
             whole(&[Condition::Filter(&f), Condition::Contains(&b)]),
             Some(vec!["env".into()])
         );
+        assert_eq!(whole(&[Condition::Filter(&f)]), Some(vec![]));
+        assert_eq!(whole(&[Condition::Filter(&json!({}))]), Some(vec![]));
+        assert_eq!(whole(&[Condition::Filter(&json!(["a"]))]), None);
+        let either = [json!({"team": "a"}), json!({"team": "b"})];
+        let alts: Vec<&Value> = either.iter().collect();
+        assert_eq!(whole(&[Condition::AnyOf(alts)]), Some(vec![]));
         for v in [
             json!({"n": 1}),
             json!({"tags": ["x"]}),
@@ -306,6 +324,15 @@ mod tests {
         let c = json!({"team": "a"});
         assert_eq!(
             whole(&[Condition::Filter(&first), Condition::Contains(&c)]),
+            None
+        );
+        // ... or a filter whose clause another condition set first
+        assert_eq!(
+            whole(&[Condition::Contains(&c), Condition::Filter(&first)]),
+            None
+        );
+        assert_eq!(
+            whole(&[Condition::Filter(&c), Condition::Filter(&first)]),
             None
         );
         let d = json!({"team": "b"});
@@ -344,6 +371,48 @@ mod tests {
                 let no_array = keys.iter().all(|k| !row[k.as_str()].is_array());
                 let kept = f.exact_match(row).unwrap() && no_array;
                 assert_eq!(kept, contains_json(row, v), "{row} @> {v}");
+            }
+        }
+    }
+
+    /// The same for filters beside containments: a row the implied filter
+    /// accepts, with no array at a whole key, passes every filter.
+    #[test]
+    fn whole_keys_and_the_filter_imply_every_filter() {
+        let filters = [
+            json!({"team": ["a", "b"]}),
+            json!({"env": "prod", "ok": false}),
+            json!({}),
+        ];
+        let rows = [
+            json!({"team": "a", "ok": false, "env": "prod"}),
+            json!({"team": ["b"], "ok": [false], "env": "prod"}),
+            json!({"team": "c", "ok": false, "env": ["prod"]}),
+            json!({"ok": true}),
+        ];
+        let contain = json!({"ok": false});
+        for f in &filters {
+            for cs in [
+                vec![Condition::Filter(f)],
+                vec![Condition::Contains(&contain), Condition::Filter(f)],
+                vec![Condition::Filter(f), Condition::Contains(&contain)],
+            ] {
+                let implied = implied_filter(&cs);
+                let Some(keys) = whole_keys(&cs, &implied) else {
+                    continue;
+                };
+                let all = Filter::compile(&implied).unwrap();
+                let own = Filter::compile(f).unwrap();
+                for row in &rows {
+                    let no_array = keys.iter().all(|k| !row[k.as_str()].is_array());
+                    if all.exact_match(row).unwrap() && no_array {
+                        assert!(own.exact_match(row).unwrap(), "{row} passes {f}");
+                        assert!(
+                            contains_json(row, &contain) || cs.len() == 1,
+                            "{row} @> {contain}"
+                        );
+                    }
+                }
             }
         }
     }

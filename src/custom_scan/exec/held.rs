@@ -1,17 +1,19 @@
-//! The query's containments (`attribute_values @> value`) the node tests
-//! itself, where the executor would test them again on every row it
-//! returns (`quals::Usable::held`).
+//! The query's containments (`attribute_values @> value`) and filters
+//! (`alerts_attrs_match(attribute_values, filter)`) the node tests itself,
+//! where the executor would test them again on every row it returns
+//! (`quals::Usable::held`).
 //!
-//! A page's rows passed the search's filter, which the containments imply
-//! (`containment::implied_filter`). Where the filter tests what they ask
-//! but for accepting an array holding the value (`containment::whole_keys`:
-//! strings and booleans), the search is told those keys (`Args::whole`)
-//! and the direct walk's exact check refuses an array there: its rows
-//! need nothing more (`search::rows` says which pages are so). Rows of
-//! statements (the statement walk, the rare paths) get one key lookup per
-//! key, that the value is not an array. Otherwise, and on the rows of a
-//! repeated id (read whole, by no filter), the node evaluates the
-//! containments themselves, as the executor would have.
+//! A page's rows passed the search's filter, which they imply
+//! (`containment::implied_filter`). Where the filter tests what the
+//! containments ask but for accepting an array holding the value, and
+//! keeps each filter's clauses as they are (`containment::whole_keys`:
+//! strings and booleans), the search is told the containments' keys
+//! (`Args::whole`) and the direct walk's exact check refuses an array
+//! there: its rows need nothing more (`search::rows` says which pages are
+//! so). Rows of statements (the statement walk, the rare paths) get one
+//! key lookup per key, that the value is not an array. Otherwise, and on
+//! the rows of a repeated id (read whole, by no filter), the node
+//! evaluates the quals themselves, as the executor would have.
 
 use pgrx::pg_sys;
 
@@ -63,8 +65,9 @@ impl Run {
         let keep = unsafe {
             let old = pg_sys::MemoryContextSwitchTo((*econtext).ecxt_per_tuple_memory);
             let keep = match &self.whole {
-                // the search's exact check refused arrays there
-                Some(_) if self.ready_filtered && self.ready_whole => true,
+                // the search's exact check refused arrays there, or
+                // there are none to look for
+                Some(keys) if self.ready_filtered && (self.ready_whole || keys.is_empty()) => true,
                 Some(keys) if self.ready_filtered => {
                     let mut isnull = false;
                     let attrs = pg_sys::heap_getattr(
