@@ -35,7 +35,7 @@ from pathlib import Path
 
 import common
 import data
-from methods import method_sql as peer_sql, oracle, run_query
+from methods import NODE_METHODS, method_sql as peer_sql, oracle, run_query
 import timing
 from common import lit, psql
 
@@ -120,7 +120,7 @@ def refresh():
 
 
 # Who runs each method (see the module comment).
-USER = {"search": "bench_alerts", "plain": "bench_alerts", "plain_match": "bench_alerts"}
+USER = {m: "bench_alerts" for m in ("search", *NODE_METHODS)}
 
 
 def roles():
@@ -149,7 +149,7 @@ def worker_of(org):
 
 
 def method_sql(m, s):
-    if m in ("plain", "plain_match"):
+    if m in NODE_METHODS:
         return peer_sql(m, s, None)
     sql = peer_sql("gin" if m.startswith("gin") else "search", s, None)
     return shard_sql(sql, s["org"]) if m == "gin_worker" else sql
@@ -171,7 +171,8 @@ def main(args):
     c, one = citus_port(), int(common.PG["port"])
     work = Path(tempfile.mkdtemp(prefix="alerts-bench-"))
     os.chmod(work, 0o777)
-    results, failures, mix = [], [], {m: [] for m in ("gin", "search", "plain", "plain_match", "gin_1node", "search_1node")}
+    results, failures = [], []
+    mix = {m: [] for m in ("gin", "search", *NODE_METHODS, "gin_1node", "search_1node")}
     methods = (args.methods or ",".join(METHODS)).split(",")
     for s in data.scenarios(src_db, size, "alerts"):
         if not s["core"] or (args.only and args.only not in s["name"]):

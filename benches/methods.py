@@ -115,22 +115,24 @@ def method_sql(m, s, db):
 
 METHODS = ["gin", "gin_org", "gin_all", "gin_tags", "rum", "sql_bloom", "portable", "ext", "ext_ios", "search_cold", "search",
            "plain", "plain_match"]
+# The plain SQL methods: the page as applications write it, planned with
+# the custom scan (their sessions load the library).
+NODE_METHODS = ("plain", "plain_match")
 _PGOPTIONS = {"gin_all": "-c enable_indexscan=off -c enable_indexonlyscan=off",
               # every call walks first: no per-session (tenant, filter) shortcut to GIN
               "search_cold": "-c alerts.search_shortcuts=off",
               # plain SQL with the library loaded from the first statement on
-              "plain": "-c session_preload_libraries=alerts",
-              "plain_match": "-c session_preload_libraries=alerts"}
+              **{m: "-c session_preload_libraries=alerts" for m in NODE_METHODS}}
 
 
 class _Options(dict):
     """Each method's PGOPTIONS: the custom scan off for every method but
-    "plain" and "plain_match" (a session that loaded the library would otherwise plan the
-    peers' queries with it)."""
+    the plain SQL ones (a session that loaded the library would otherwise
+    plan the peers' queries with it)."""
 
     def get(self, m, default=""):
         base = _PGOPTIONS.get(m, default)
-        return base if m in ("plain", "plain_match") else f"{base} -c alerts.custom_scan=off".strip()
+        return base if m in NODE_METHODS else f"{base} -c alerts.custom_scan=off".strip()
 
 
 PGOPTIONS = _Options()
