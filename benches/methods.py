@@ -62,7 +62,7 @@ def method_sql(m, s, db):
     tail = f" ORDER BY id DESC LIMIT {s['limit']}"
     if m in ("gin", "gin_all"):
         return f"{head} AND {gin_expr(s['clauses'])}{tail}"
-    if m == "plain":
+    if m in ("plain", "plain_expanded"):
         # The query apps send: one containment when every clause has one
         # value (the node plans it), else the containments OR'ed per clause.
         if all(len(vals) == 1 for _, vals, _ in s["clauses"]):
@@ -114,15 +114,18 @@ def method_sql(m, s, db):
 
 
 METHODS = ["gin", "gin_org", "gin_all", "gin_tags", "rum", "sql_bloom", "portable", "ext", "ext_ios", "search_cold", "search",
-           "plain", "plain_match"]
+           "plain", "plain_match", "plain_expanded"]
 # The plain SQL methods: the page as applications write it, planned with
-# the custom scan (their sessions load the library).
-NODE_METHODS = ("plain", "plain_match")
+# the custom scan (their sessions load the library); `plain_expanded` is
+# `plain` with a partitioned table's partitions planned first (as before
+# alerts.custom_scan_one_rel).
+NODE_METHODS = ("plain", "plain_match", "plain_expanded")
 _PGOPTIONS = {"gin_all": "-c enable_indexscan=off -c enable_indexonlyscan=off",
               # every call walks first: no per-session (tenant, filter) shortcut to GIN
               "search_cold": "-c alerts.search_shortcuts=off",
               # plain SQL with the library loaded from the first statement on
-              **{m: "-c session_preload_libraries=alerts" for m in NODE_METHODS}}
+              **{m: "-c session_preload_libraries=alerts" for m in NODE_METHODS},
+              "plain_expanded": "-c session_preload_libraries=alerts -c alerts.custom_scan_one_rel=off"}
 
 
 class _Options(dict):
@@ -150,6 +153,7 @@ LABELS = {
     "search": "alerts_search()",
     "plain": "plain SQL @> (custom scan)",
     "plain_match": "plain SQL alerts_attrs_match (custom scan)",
+    "plain_expanded": "plain SQL @> (custom scan, partitions planned)",
 }
 
 

@@ -20,6 +20,7 @@
 //! | scratch of the running call (set at its start) | owner |
 //! |---|---|
 //! | the SQL function running, named by every ERROR | `datum` |
+//! | the query being planned as one relation (while it is) | `custom_scan::one_rel` |
 //! | the searches running (nested through a statement), their SPI state | `search`, `search::spi` |
 //! | what the statement walk's probe saw; the page's route and counts | `search::probe`, `search::trace` |
 //!

@@ -28,12 +28,19 @@ pub static CUSTOM_SCAN: GucSetting<bool> = GucSetting::<bool>::new(true);
 /// node per partition under Postgres' ordered `Append` or `Merge Append`.
 pub static CUSTOM_SCAN_PARTITIONED: GucSetting<bool> = GucSetting::<bool>::new(true);
 
+/// `alerts.custom_scan_one_rel` (default on): whether a page query of a
+/// partitioned table the node can search whole is planned as one relation,
+/// its partitions not planned (`custom_scan/one_rel.rs`). Off: Postgres
+/// plans every partition the window does not prune while planning, and the
+/// node competes with their plans on cost.
+pub static CUSTOM_SCAN_ONE_REL: GucSetting<bool> = GucSetting::<bool>::new(true);
+
 /// Defines the settings and reserves the `alerts.` prefix.
 ///
 /// # Safety
 /// Called once, from `_PG_init`.
 pub unsafe fn define() {
-    let bools: [(&CStr, &CStr, &CStr, &'static GucSetting<bool>); 4] = [
+    let bools: [(&CStr, &CStr, &CStr, &'static GucSetting<bool>); 5] = [
         (
             c"alerts.search_shortcuts",
             c"Lets alerts_search send a tenant and filter its walk found rare straight to GIN for 10 seconds.",
@@ -57,6 +64,12 @@ pub unsafe fn define() {
             c"Offers one node that searches a partitioned table whole.",
             c"Off: a node for each partition, under Postgres' ordered Append or Merge Append. Both plans return the same rows.",
             &CUSTOM_SCAN_PARTITIONED,
+        ),
+        (
+            c"alerts.custom_scan_one_rel",
+            c"Plans a page query of a partitioned table the custom scan searches whole as one relation, without planning its partitions.",
+            c"Off: Postgres plans each partition first and the node competes with their plans on cost. Both return the same rows.",
+            &CUSTOM_SCAN_ONE_REL,
         ),
     ];
     for (name, short, long, setting) in bools {

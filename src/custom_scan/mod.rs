@@ -4,6 +4,8 @@
 //! as `alerts_search`.
 //!
 //! - `path.rs`: the planner hook offering the path, and its cost;
+//! - `one_rel.rs`: a partitioned table's page planned as one relation,
+//!   without planning its partitions;
 //! - `plan.rs`: the plan made of it (with the method tables);
 //! - `quals.rs`: which quals of the scan a search can use;
 //! - `table.rs`: what the planner learns of the scanned table;
@@ -19,6 +21,7 @@
 
 mod exec;
 mod facts;
+mod one_rel;
 mod path;
 mod plan;
 mod quals;
@@ -31,5 +34,8 @@ mod table;
 /// Called once, from `_PG_init`.
 pub unsafe fn init() {
     // SAFETY: at load, single-threaded.
-    unsafe { path::install() }
+    unsafe {
+        path::install();
+        one_rel::install();
+    }
 }

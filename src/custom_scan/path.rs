@@ -22,7 +22,7 @@ use super::quals;
 use super::shape::Shape;
 use super::table::{
     has_pagination_index, ids_unique, merged_child, partitioned_of, reads_as_it_is,
-    reads_system_columns, searched_whole, Partitioned,
+    reads_system_columns, searched_whole, unexpanded, Partitioned,
 };
 use crate::search::Columns;
 
@@ -58,13 +58,30 @@ unsafe extern "C-unwind" fn hook(
         if let Some(previous) = PREVIOUS {
             previous(root, rel, rti, rte);
         }
-        if crate::settings::CUSTOM_SCAN.get()
-            && !crate::search::running()
-            && !searched_whole(root, rel)
+        if !crate::settings::CUSTOM_SCAN.get()
+            || crate::search::running()
+            || searched_whole(root, rel)
         {
+            return;
+        }
+        if super::one_rel::planning(root, rte) {
+            // Planned as one relation (`one_rel.rs`): Postgres made the
+            // unexpanded table an empty relation, as it does `FROM ONLY`;
+            // the node is its only path, unless its quals can never hold.
+            if pg_sys::relation_excluded_by_constraints(root, rel, rte) {
+                return;
+            }
+            pg_sys::set_baserel_size_estimates(root, rel);
             if let Some(path) = offer(root, rel, rti, rte, false) {
+                // as among the ordered paths (`upper_hook`): the node
+                // computes the query's target itself
+                (*path).flags |= pg_sys::CUSTOMPATH_SUPPORT_PROJECTION;
+                (*rel).pathlist = std::ptr::null_mut();
+                (*rel).partial_pathlist = std::ptr::null_mut();
                 pg_sys::add_path(rel, path.cast());
             }
+        } else if let Some(path) = offer(root, rel, rti, rte, false) {
+            pg_sys::add_path(rel, path.cast());
         }
     }
 }
@@ -98,7 +115,7 @@ unsafe extern "C-unwind" fn upper_hook(
         }
         let rti = (*input_rel).relid;
         let rte = *(*root).simple_rte_array.add(rti as usize);
-        if (*rte).relkind != pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char {
+        if (*rte).relkind != pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char || !(*rte).inh {
             return;
         }
         // The query's target, as Postgres' own ordered paths compute it
@@ -140,12 +157,14 @@ unsafe fn offer(
         // instead of one per partition the window reaches.
         // Read alone, the table's own paths are dropped before the ordered
         // ones are made: offered there only, not built twice.
+        // Planned as one relation (`one_rel.rs`), the table is not
+        // expanded: offered here, with its leaves from the catalogs.
         let alone =
             pg_sys::bms_membership((*root).all_baserels) == pg_sys::BMS_Membership::BMS_SINGLETON;
+        let one_rel = super::one_rel::planning(root, rte);
         let whole = (*rte).relkind == pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char
-            && (*rte).inh
             && (*rel).reloptkind == pg_sys::RelOptKind::RELOPT_BASEREL
-            && (ordered || !alone)
+            && ((*rte).inh && (ordered || !alone) || one_rel)
             && crate::settings::CUSTOM_SCAN_PARTITIONED.get();
         if (*rte).rtekind != pg_sys::RTEKind::RTE_RELATION
             || !((*rte).relkind == pg_sys::RELKIND_RELATION as std::ffi::c_char || whole)
@@ -173,7 +192,12 @@ unsafe fn offer(
             if ascending {
                 return None;
             }
-            match partitioned_of(root, rel, relid) {
+            let parts = if one_rel {
+                unexpanded(rel, &facts)
+            } else {
+                partitioned_of(root, rel, relid)
+            };
+            match parts {
                 Some(p) if p.pagination_index && !p.leaves.is_empty() => Some(p),
                 _ => return None,
             }

@@ -113,6 +113,26 @@ pub unsafe fn partitioned_of(
     }
 }
 
+/// [`Partitioned`] for partitioned table `rel` planned as one relation
+/// (`one_rel.rs`), from the catalogs: None unless every partition is a
+/// heap table. Its rows count as one leaf's, its partitions unplanned.
+///
+/// # Safety
+/// `rel` is a base relation being planned.
+pub unsafe fn unexpanded(
+    rel: *mut pg_sys::RelOptInfo,
+    facts: &super::facts::Facts,
+) -> Option<Partitioned> {
+    // SAFETY: the planner's estimates of the rel, read.
+    unsafe {
+        facts.leaves_heap.then(|| Partitioned {
+            pagination_index: facts.pagination_index,
+            ids_unique: facts.ids_unique,
+            leaves: vec![((*rel).tuples.max(0.0), (*rel).rows)],
+        })
+    }
+}
+
 /// Counts the leaves under `rel` the planner kept (every level) into
 /// `found`; false when one is not a heap table.
 ///

@@ -68,6 +68,8 @@ def run(conn, q, params, generic, routes):
                 attempt(conn, lambda: fetch(*q.want)), None)
     plan = attempt(conn, lambda: fetch("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + q.sql, params))
     used = any("AlertsSearch" in str(r[0]) for r in plan)
+    if any("planned as one relation" in str(r[0]) for r in plan):
+        used = "one relation"  # (custom_scan/one_rel.rs)
     for (line, *_) in plan:
         if "Routes Taken:" in str(line):
             for route, n in re.findall(r"(.+?) x(\d+)(?:, |$)", line.split(":", 1)[1].strip()):
@@ -239,6 +241,7 @@ def check(conn, q, table, counts, routes, failures):
             got, want, used = run(conn, q, params, generic, routes)
             counts[(q.kind, table)] += 1
             counts[("node", table)] += bool(used)
+            counts[("one relation", table)] += used == "one relation"
             if got[:1] == want[:1] and got and got[0][0] == "ERROR":
                 counts["errors", ""] += 1
                 counts["error", got[0][2][:90]] += 1
@@ -274,8 +277,10 @@ def fresh(q, params, role):
 
 def report(tables, counts, routes, failures):
     for table in tables:
+        one = counts[("one relation", table)]
         print(f"  {table}: {counts[('plain', table)]} plain-SQL queries ({counts[('node', table)]} through the "
-              f"custom scan), {counts[('search', table)]} alerts_search calls")
+              f"custom scan{f', {one} planned as one relation' if one else ''}), "
+              f"{counts[('search', table)]} alerts_search calls")
     print("  changes between queries: " + ", ".join(f"{k[1]} {n}" for k, n in sorted(counts.items()) if k[0] == "mutation"))
     print("  routes the custom scan's pages took: " + ", ".join(f"{r} {n}" for r, n in routes.most_common()))
     if CITUS:
@@ -293,6 +298,9 @@ def report(tables, counts, routes, failures):
     unplanned = [t for t in tables if counts[("plain", t)] >= 50 and not counts[("node", t)]]
     if unplanned:
         print(f"FAIL: the custom scan answered no query on {', '.join(unplanned)}: the test no longer tests that layout")
+        sys.exit(1)
+    if QUERIES >= 1000 and not CITUS and not sum(counts[("one relation", t)] for t in tables):
+        print("FAIL: no query was planned as one relation: the test no longer tests that plan")
         sys.exit(1)
     if not CITUS:
         print(f"  answers a change committed meanwhile moved, where a snapshot kept the old rows: {counts['moved', '']}")

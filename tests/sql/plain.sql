@@ -30,7 +30,8 @@ CREATE TABLE plain_plans (custom boolean);
 CREATE FUNCTION plain_ids(q text, custom boolean, org text, f jsonb, cur text DEFAULT '8', lim int DEFAULT 50, lo text DEFAULT '')
 RETURNS text[] LANGUAGE plpgsql AS $$
 DECLARE
-    ids text[];
+    ids text[] := '{}';
+    v text;
     line text;
     used boolean := false;
 BEGIN
@@ -41,7 +42,11 @@ BEGIN
         END LOOP;
         INSERT INTO plain_plans VALUES (used);
     END IF;
-    EXECUTE 'SELECT ARRAY(' || q || ')' INTO ids USING org, f, cur, lim, lo;
+    -- run as a statement of its own, as apps send it (a sub-query is
+    -- planned with its outer query)
+    FOR v IN EXECUTE q USING org, f, cur, lim, lo LOOP
+        ids := ids || v;
+    END LOOP;
     PERFORM set_config('alerts.custom_scan', 'on', true);
     RETURN ids;
 END $$;

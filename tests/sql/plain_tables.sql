@@ -127,6 +127,53 @@ SELECT t, f, plain_same(format('SELECT id FROM %s WHERE organisation_id = $1 AND
 FROM unnest(ARRAY['pp', 'pq']) t, unnest(ARRAY['{"team": "T1"}', '{"env": "prod", "sev": 3}', '{"rare": "needle"}']) f
 ORDER BY t, f;
 
+-- Planned as one relation (alerts.custom_scan_one_rel, on by default): a
+-- page the node answers alone is planned with the table unexpanded, none
+-- of its partitions planned, and EXPLAIN says so; the window is pruned
+-- when the node runs. Any other query is planned as Postgres plans it: no
+-- tenant equality, a row lock, oldest first (above), a policy
+-- (security.sql), a sub-partitioned table (ph below), the setting off.
+EXPLAIN (COSTS OFF)
+SELECT id FROM pq WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T1"}'
+  AND id >= alerts_ulid_floor(now() - interval '3000 days') ORDER BY id DESC LIMIT 50;
+SET alerts.custom_scan_one_rel = off;
+EXPLAIN (COSTS OFF)
+SELECT id FROM pq WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T1"}'
+  AND id >= alerts_ulid_floor(now() - interval '3000 days') ORDER BY id DESC LIMIT 50;
+RESET alerts.custom_scan_one_rel;
+EXPLAIN (COSTS OFF)
+SELECT id FROM pq WHERE organisation_id > 'ORG_B' AND attribute_values @> '{"team": "T1"}' ORDER BY id DESC LIMIT 50;
+EXPLAIN (COSTS OFF)
+SELECT id FROM pq WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T1"}' ORDER BY id DESC LIMIT 50 FOR SHARE;
+SELECT t, f, plain_same(format('SELECT id FROM %s WHERE organisation_id = $1 AND attribute_values @> $2 AND id < $3 AND id >= alerts_ulid_floor(now() - interval ''3000 days'') ORDER BY id DESC LIMIT $4', t), 'ORG_B', f::jsonb, '01K0', 120) AS one_rel
+FROM unnest(ARRAY['pp', 'pq']) t, unnest(ARRAY['{"team": "T1"}', '{"env": "prod", "sev": 3}', '{"rare": "needle"}']) f
+ORDER BY t, f;
+-- A generic plan made as one relation reads the partitions as they are
+-- when it runs: one attached after it was cached (newer rows), then
+-- detached.
+CREATE TABLE pq_new (LIKE pq INCLUDING DEFAULTS);
+ALTER TABLE pq DETACH PARTITION pq_b;
+ALTER TABLE pq_b RENAME TO pq_b_out;
+CREATE TABLE pq_b PARTITION OF pq FOR VALUES FROM ('01JY') TO ('8');
+ANALYZE pq;
+PREPARE pq_page(text) AS SELECT left(id, 10) AS id_time FROM pq WHERE organisation_id = $1 AND attribute_values @> '{"team": "T1"}' ORDER BY id DESC LIMIT 3;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE pq_page('ORG_C');
+EXECUTE pq_page('ORG_C');
+INSERT INTO pq_new SELECT * FROM pq_b_out WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T1"}' ORDER BY id DESC LIMIT 2;
+UPDATE pq_new SET id = '9' || substr(id, 2);
+ALTER TABLE pq ATTACH PARTITION pq_new FOR VALUES FROM ('9') TO (MAXVALUE);
+EXECUTE pq_page('ORG_C');
+ALTER TABLE pq DETACH PARTITION pq_new;
+EXECUTE pq_page('ORG_C');
+RESET plan_cache_mode;
+DEALLOCATE pq_page;
+DROP TABLE pq_new;
+ALTER TABLE pq DETACH PARTITION pq_b;
+DROP TABLE pq_b;
+ALTER TABLE pq_b_out RENAME TO pq_b;
+ALTER TABLE pq ATTACH PARTITION pq_b FOR VALUES FROM ('01JY') TO (MAXVALUE);
+
 -- Every filter of query.sql, keyset pages with a window, on both tables
 -- and two more (by id with a default partition, whose ids may overlap the
 -- ranges': merged; by id, then by the tenant's hash): searched whole,

@@ -27,7 +27,15 @@ pub(super) unsafe extern "C-unwind" fn explain(
                 crate::columns::name_of(crate::compat::attribute(run.desc, attno as i32))
             })
             .collect();
-        properties(es, &run.shape, run.pages, &run.trace, columns);
+        // planned as one relation (`one_rel.rs`): its range table entry
+        // left unexpanded
+        let scan = (*node).ss.ps.plan as *mut pg_sys::CustomScan;
+        let rte = crate::pg_list::nth::<pg_sys::RangeTblEntry>(
+            (*(*node).ss.ps.state).es_range_table,
+            (*scan).scan.scanrelid as usize - 1,
+        );
+        let one_rel = rte.is_some_and(|rte| !(*rte).inh);
+        properties(es, &run.shape, run.pages, &run.trace, columns, one_rel);
     }
 }
 
@@ -42,6 +50,7 @@ unsafe fn properties(
     pages: u64,
     trace: &Trace,
     columns: Vec<String>,
+    one_rel: bool,
 ) {
     // SAFETY: strings are copied by EXPLAIN.
     unsafe {
@@ -70,6 +79,9 @@ unsafe fn properties(
                 c"Partitions",
                 "searched whole: each partition's index walked, in turn when partitioned by id ranges, else rows merged by id",
             );
+            if one_rel {
+                text(c"Planned", "as one relation, its partitions not planned");
+            }
         }
         if shape.ascending {
             text(c"Order", "oldest first (id ascending)");
