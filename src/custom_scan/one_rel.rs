@@ -75,6 +75,11 @@ impl Drop for Restore {
     }
 }
 
+/// Plans `parse` with the hook that was there before ours, or Postgres'
+/// own planner.
+///
+/// # Safety
+/// The planner's arguments.
 unsafe fn plan(
     parse: *mut pg_sys::Query,
     query_string: *const std::ffi::c_char,
