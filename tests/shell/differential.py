@@ -68,7 +68,7 @@ def run(conn, q, params, generic, routes):
                 attempt(conn, lambda: fetch(*q.want)), None)
     plan = attempt(conn, lambda: fetch("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + q.sql, params))
     used = any("AlertsSearch" in str(r[0]) for r in plan)
-    if any("planned as one relation" in str(r[0]) for r in plan):
+    if any("Planned: as one relation" in str(r[0]) for r in plan):
         used = "one relation"  # (custom_scan/one_rel.rs)
     for (line, *_) in plan:
         if "Routes Taken:" in str(line):
