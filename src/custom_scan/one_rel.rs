@@ -41,6 +41,8 @@ pub unsafe fn install() {
     unsafe {
         PREVIOUS = pg_sys::planner_hook;
         pg_sys::planner_hook = Some(hook);
+        pg_sys::RegisterXactCallback(Some(on_abort), std::ptr::null_mut());
+        pg_sys::RegisterSubXactCallback(Some(on_sub_abort), std::ptr::null_mut());
     }
 }
 
@@ -66,12 +68,37 @@ pub unsafe fn planning(root: *mut pg_sys::PlannerInfo, rte: *mut pg_sys::RangeTb
     }
 }
 
-/// Sets the trial back to what it was when dropped, on an ERROR as well.
-struct Restore(usize);
+// Postgres' planner, called as it is: an ERROR in it reaches the caller
+// as Postgres raised it (through pgrx's wrapper it would come back as a
+// Rust panic, reported again with a backtrace).
+unsafe extern "C-unwind" {
+    #[link_name = "standard_planner"]
+    fn postgres_planner(
+        parse: *mut pg_sys::Query,
+        query_string: *const std::ffi::c_char,
+        options: std::ffi::c_int,
+        params: pg_sys::ParamListInfo,
+    ) -> *mut pg_sys::PlannedStmt;
+}
 
-impl Drop for Restore {
-    fn drop(&mut self) {
-        crate::backend::slot::<Trial>().0.set(self.0);
+/// An ERROR in the trial's planning leaves the hook without resetting the
+/// trial: it is reset when the (sub)transaction aborts.
+#[pg_guard]
+unsafe extern "C-unwind" fn on_abort(event: pg_sys::XactEvent::Type, _arg: *mut std::ffi::c_void) {
+    if event == pg_sys::XactEvent::XACT_EVENT_ABORT {
+        crate::backend::slot::<Trial>().0.set(0);
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn on_sub_abort(
+    event: pg_sys::SubXactEvent::Type,
+    _sub: pg_sys::SubTransactionId,
+    _parent: pg_sys::SubTransactionId,
+    _arg: *mut std::ffi::c_void,
+) {
+    if event == pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB {
+        crate::backend::slot::<Trial>().0.set(0);
     }
 }
 
@@ -90,7 +117,7 @@ unsafe fn plan(
     unsafe {
         match PREVIOUS {
             Some(previous) => previous(parse, query_string, options, params),
-            None => pg_sys::standard_planner(parse, query_string, options, params),
+            None => postgres_planner(parse, query_string, options, params),
         }
     }
 }
@@ -111,9 +138,9 @@ unsafe extern "C-unwind" fn hook(
                 .expect("a candidate has one range table entry");
             (*rte).inh = false;
             let trial = &crate::backend::slot::<Trial>().0;
-            let restore = Restore(trial.replace(copy as usize));
+            let before = trial.replace(copy as usize);
             let stmt = plan(copy, query_string, options, params);
-            drop(restore);
+            trial.set(before);
             if has_node(stmt) {
                 return stmt;
             }
