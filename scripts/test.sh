@@ -30,10 +30,11 @@ mkdir -p target/steps; rm -f target/steps/*.log target/test-failures.txt
 step() {  # step NAME COMMAND...: runs a step, counts it, keeps going
   local name=$1; shift
   local log; log=target/steps/$(printf %02d $((passed + failed + 1))).log
+  local t=$SECONDS
   echo "=== $name"
-  if "$@" 2>&1 | tee "$log"; then passed=$((passed + 1)); echo "--- ok: $name"
+  if "$@" 2>&1 | tee "$log"; then passed=$((passed + 1)); echo "--- ok: $name ($((SECONDS - t)) s)"
   else
-    failed=$((failed + 1)); echo "--- FAILED: $name"
+    failed=$((failed + 1)); echo "--- FAILED: $name ($((SECONDS - t)) s)"
     { echo "--- FAILED: $name (last 40 lines of its output)"; tail -40 "$log"; } >> target/test-failures.txt
   fi
 }
@@ -77,14 +78,10 @@ for v in $VERSIONS; do
   t0=$SECONDS
   step "[pg$v] install the release package with no Rust on PATH (dpkg -i or install.sh)" bash tests/shell/package.sh install
   bash scripts/cluster.sh start
-  mkdir -p "target/regress-pg$v"
-  # with no Rust tool on PATH: the installed package is all it uses
+  # with no Rust tool on PATH: the installed package is all it uses (two
+  # databases at once; tests/shell/regress.sh)
   step "[pg$v] SQL regression tests (pg_regress, no Rust on PATH)" \
-    env -i PATH="$PG_BINDIR:/usr/bin:/bin" LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}" LANG=C.UTF-8 \
-    "$PG_REGRESS" --bindir="$PG_BINDIR" \
-    --host="$PGHOST" --port="$PGPORT" --user="$PGUSER" --dbname=alerts_regress \
-    --inputdir=tests --outputdir="target/regress-pg$v" --schedule=tests/schedule
-  if [ -s "target/regress-pg$v/regression.diffs" ]; then head -200 "target/regress-pg$v/regression.diffs"; fi
+    bash tests/shell/regress.sh "target/regress-pg$v"
   # two and three sessions in a set order (tests/isolation): SERIALIZABLE
   # conflicts, REPEATABLE READ, cursors
   mkdir -p "target/isolation-pg$v"
@@ -98,7 +95,7 @@ for v in $VERSIONS; do
   # object-by-object comparison with a fresh install runs on every version
   first=${VERSIONS%% *}
   if [ "$v" = "$first" ]; then
-    step "[pg$v] upgrade 0.1.0 and 0.2.0 -> current, then the suite on the upgraded database" bash tests/shell/upgrade.sh
+    step "[pg$v] upgrade 0.1.0 and 0.2.0 -> current, then the core suites on the upgraded database" bash tests/shell/upgrade.sh
   else
     step "[pg$v] upgrade 0.1.0 and 0.2.0 -> current (objects equal a fresh install's)" \
       env ALERTS_UPGRADE_SUITE=0 ALERTS_UPGRADE_SUITE_PG="$first" bash tests/shell/upgrade.sh

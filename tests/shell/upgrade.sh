@@ -2,7 +2,8 @@
 # The upgrade paths: install each released version's frozen script
 # (sql/alerts--X.sql), upgrade with ALTER EXTENSION alerts UPDATE, check that
 # the extension's objects (definitions, volatility, comments, types) equal a
-# fresh install's (sql/alerts.sql), then run the whole regression suite
+# fresh install's (sql/alerts.sql), then run the suites of
+# tests/schedule_upgraded (the whole tests/schedule with ALERTS_LONG=1)
 # against the database upgraded from the oldest release (ALERTS_UPGRADE_SUITE=0
 # skips that last part).
 # Needs the cluster of scripts/cluster.sh and the extension installed.
@@ -53,9 +54,11 @@ done
 # see scripts/test.sh); the object comparison above runs on every version.
 if [ "${ALERTS_UPGRADE_SUITE:-1}" = 1 ]; then
   mkdir -p target/regress-upgraded
+  schedule=tests/schedule_upgraded
+  [ "${ALERTS_LONG:-0}" = 1 ] && schedule=tests/schedule
   "$PG_REGRESS" --bindir="$PG_BINDIR" --host="$PGHOST" --port="$PGPORT" --user="$PGUSER" \
     --use-existing --dbname=alerts_upgraded_0_1_0 --inputdir=tests --outputdir=target/regress-upgraded \
-    --schedule=tests/schedule || { head -100 target/regress-upgraded/regression.diffs; exit 1; }
+    --schedule="$schedule" || { head -100 target/regress-upgraded/regression.diffs; exit 1; }
 else
   echo "upgrade: the suite on the upgraded database ran on PostgreSQL ${ALERTS_UPGRADE_SUITE_PG:-15} in this run; here the objects are compared only"
 fi

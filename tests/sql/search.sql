@@ -22,12 +22,11 @@ DECLARE
     total_pages bigint := 0;
     total_bad bigint := 0;
     size int;
+    state text := table_state('alerts');
 BEGIN
     FOR r IN SELECT * FROM filters ORDER BY n LOOP
         size := (ARRAY[50, 1, 7, 500])[1 + r.n % 4];
-        EXECUTE format('SELECT coalesce(array_agg(id ORDER BY id DESC), ''{}'') FROM alerts
-                        WHERE organisation_id = ''ORG_A'' AND id >= %L AND (%s) AND (%s)', alerts_ulid_floor(r.since), oracle_sql(r.f), cols_sql)
-            INTO oracle;
+        oracle := oracle_ids('alerts', state, r.f, r.since, cols_sql);
         cursor_id := NULL;
         n := 0;
         bad := 0;
