@@ -34,7 +34,8 @@ AS $$
     -- there, an invalid index ON ONLY each partitioned table, one built
     -- concurrently on each leaf, each attached to its parent's (the parent's
     -- becomes valid when the last is attached). Every statement is
-    -- idempotent, so the list can be run again after an interruption.
+    -- idempotent, so the list can be run again after an interruption or
+    -- after partitions are added.
     WITH tree AS (  -- pg_partition_tree has no row for a table that is not partitioned
         SELECT c.oid AS relid, t.parentrelid, coalesce(t.level, 0) AS level, c.relkind,
                format('%I.%I', n.nspname, left(c.relname, 40) || '_alerts_page_idx') AS idx,
@@ -44,16 +45,25 @@ AS $$
         JOIN pg_class c ON c.oid = coalesce(t.relid, rel)
         JOIN pg_namespace n ON n.oid = c.relnamespace
         WHERE c.relkind IN ('r', 'p')  -- foreign partitions get no index
+    ), page AS (  -- the indexes already in the tree of the table's own
+        -- (Postgres gives a partition it creates or attaches an index of
+        -- that tree, named its own way: nothing to build or attach there)
+        SELECT x.indexrelid, x.indrelid
+        FROM pg_partition_tree(to_regclass((SELECT idx FROM tree WHERE level = 0))) t
+        JOIN pg_index x ON x.indexrelid = t.relid
+    ), todo AS (
+        SELECT * FROM tree WHERE level = 0 OR relid NOT IN (SELECT indrelid FROM page)
     ), statements AS (
         SELECT CASE WHEN relkind = 'p' THEN 0 ELSE 1 END AS phase, level, relid, 0 AS step,
                format('CREATE INDEX %sIF NOT EXISTS %I ON %s%s (organisation_id, id DESC) INCLUDE (%I)',
                       CASE WHEN relkind = 'r' THEN 'CONCURRENTLY ' ELSE '' END, idx_name,
                       CASE WHEN relkind = 'p' THEN 'ONLY ' ELSE '' END, relid::regclass, bitmap_column) AS statement
-        FROM tree
+        FROM todo
         UNION ALL
         SELECT CASE WHEN c.relkind = 'p' THEN 0 ELSE 1 END, c.level, c.relid, 1,
-               format('ALTER INDEX %s ATTACH PARTITION %s', p.idx, c.idx)
-        FROM tree c JOIN tree p ON p.relid = c.parentrelid
+               format('ALTER INDEX %s ATTACH PARTITION %s',
+                      coalesce((SELECT x.indexrelid::regclass::text FROM page x WHERE x.indrelid = p.relid), p.idx), c.idx)
+        FROM todo c JOIN tree p ON p.relid = c.parentrelid
     )
     SELECT statement FROM statements ORDER BY phase, level, relid, step
 $$;

@@ -77,6 +77,31 @@ SELECT c.relname AS partitioned_index, i.indisvalid AS valid,
        (SELECT count(*) FROM pg_partition_tree(c.oid) t WHERE t.isleaf) AS leaf_indexes
 FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
 WHERE c.relname IN ('p_time_alerts_page_idx', 'p_id_alerts_page_idx', 'p_two_alerts_page_idx') ORDER BY 1;
+-- Partitions added later get their index from Postgres, named its own
+-- way: one created as a partition, one attached with an equal index of its
+-- own, one partitioned itself. The command run again builds nothing twice
+-- and attaches nothing twice (before, it built a second index on each and
+-- failed to attach it).
+CREATE TABLE p_time_2026_01 PARTITION OF p_time FOR VALUES FROM ('2026-01-01') TO ('2026-02-01');
+CREATE TABLE p_time_2026_02 (LIKE p_time INCLUDING DEFAULTS);
+CREATE INDEX feb_page ON p_time_2026_02 (organisation_id, id DESC) INCLUDE (attribute_values_bitmap);
+ALTER TABLE p_time ATTACH PARTITION p_time_2026_02 FOR VALUES FROM ('2026-02-01') TO ('2026-03-01');
+CREATE TABLE p_time_2026_q2 PARTITION OF p_time FOR VALUES FROM ('2026-04-01') TO ('2026-07-01') PARTITION BY RANGE (created_at);
+CREATE TABLE p_time_2026_04 PARTITION OF p_time_2026_q2 FOR VALUES FROM ('2026-04-01') TO ('2026-05-01');
+SELECT alerts_index_command('p_time');
+SELECT alerts_index_command('p_time') \gexec
+SELECT t.relid::regclass AS partition, count(x.indexrelid) AS page_indexes,
+       count(*) FILTER (WHERE i.relname LIKE '%alerts_page_idx') AS named_ours
+FROM pg_partition_tree('p_time') t
+LEFT JOIN pg_index x ON x.indrelid = t.relid AND x.indexrelid IN (SELECT relid FROM pg_partition_tree('p_time_alerts_page_idx'))
+LEFT JOIN pg_class i ON i.oid = x.indexrelid
+WHERE t.relid::regclass::text LIKE 'p_time_2026%' OR t.level = 0
+GROUP BY t.relid ORDER BY 1::text;
+SELECT count(*) AS indexes_beside_the_tree
+FROM pg_index x WHERE x.indrelid IN (SELECT relid FROM pg_partition_tree('p_time'))
+  AND x.indexrelid NOT IN (SELECT relid FROM pg_partition_tree('p_time_alerts_page_idx'))
+  AND x.indexrelid NOT IN (SELECT relid FROM pg_partition_tree('p_time_pkey'));
+DROP TABLE p_time_2026_01, p_time_2026_02, p_time_2026_q2;
 VACUUM ANALYZE p_time, p_id, p_two;
 
 -- The differential test of search.sql on each layout: every page of the
