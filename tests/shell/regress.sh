@@ -6,7 +6,8 @@
 # The suites after `query` need only what the first four (up to and
 # including `query`) make, so they run in two databases at once, each after
 # its own run of those four: the suites of LANE1 in one, every other suite
-# of the schedule in the other (about 330 s instead of 460 on 2 cores). A
+# of the schedule in the other (225-245 s a version in CI on 2 cores, against
+# about 560 s in one database). A
 # suite added to tests/schedule runs in the second lane with no change here.
 # ALERTS_REGRESS_SERIAL=1 runs the whole schedule in one database, in order.
 #   regress.sh OUTDIR [SCHEDULE]   (SCHEDULE: default tests/schedule)
