@@ -24,9 +24,8 @@ use pgrx::pg_sys::{self, Datum, Oid, PgTryBuilder};
 use pgrx::PgSqlErrorCode;
 
 use super::indexes::relcache_epoch;
-use super::spi::{
-    cstr_owned, execute, execute_nullable, extension_schema, keep, prepare, quoted, rows,
-};
+use super::routed::RoutedPages;
+use super::spi::{cstr_owned, execute, execute_nullable, extension_schema, keep, prepare, rows};
 use super::statements::qualified;
 use crate::datum::error;
 
@@ -46,10 +45,8 @@ struct Distributed {
     shard: pg_sys::SPIPlanPtr,
     /// The routed call through `alerts_search_wire` (column filters).
     routed: pg_sys::SPIPlanPtr,
-    /// The routed page as rows: a first page (`$1` tenant, `$2` filter,
-    /// `$3` floor, `$4` rows), and a next one (`$5` the cursor).
-    first: pg_sys::SPIPlanPtr,
-    next: pg_sys::SPIPlanPtr,
+    /// The routed page as rows (`routed.rs`).
+    pages: RoutedPages,
 }
 
 impl Distributed {
@@ -58,9 +55,10 @@ impl Distributed {
     unsafe fn free(self) {
         // SAFETY: as the caller's; both are kept, each freed once.
         unsafe {
-            for plan in [self.shard, self.routed, self.first, self.next] {
+            for plan in [self.shard, self.routed] {
                 pg_sys::SPI_freeplan(plan);
             }
+            self.pages.free();
         }
     }
 }
@@ -168,24 +166,27 @@ impl CitusCache {
     /// # Safety
     /// As [`CitusCache::routed`].
     pub unsafe fn routed_rows(
-        &self,
+        &mut self,
         relid: Oid,
         args: &[Datum; 4],
         before: Option<Datum>,
     ) -> *mut pg_sys::SPITupleTable {
-        let Some((_, Some(d))) = &self.known else {
+        let Some((_, Some(d))) = &mut self.known else {
             unreachable!("routed_rows() is called only for a distributed table")
         };
-        let mut all: Vec<Option<Datum>> = args.iter().copied().map(Some).collect();
-        let plan = match before {
-            Some(b) => {
-                all.push(Some(b));
-                d.next
-            }
-            None => d.first,
-        };
-        // SAFETY: as the caller's.
-        unsafe { self.run_routed(relid, plan, &all) }
+        // SAFETY: as the caller's; the tenant is a live text datum.
+        unsafe {
+            let org = crate::datum::varlena_bytes(args[0]);
+            let (plan, shared) = d.pages.plan(org, before.is_some());
+            let all: Vec<Option<Datum>> = args
+                .iter()
+                .skip(!shared as usize)
+                .copied()
+                .chain(before)
+                .map(Some)
+                .collect();
+            run_routed(relid, plan, &all)
+        }
     }
 
     /// The page from the node holding the tenant's shard, by the routed
@@ -201,39 +202,38 @@ impl CitusCache {
             unreachable!("routed() is called only for a distributed table")
         };
         // SAFETY: as the caller's.
-        unsafe { self.run_routed(relid, d.routed, args) }
+        unsafe { run_routed(relid, d.routed, args) }
     }
+}
 
-    /// Runs a routed statement, naming a node without the extension in
-    /// the ERROR it raises.
-    ///
-    /// # Safety
-    /// As [`CitusCache::routed`]; `args` match the statement's parameters.
-    unsafe fn run_routed(
-        &self,
-        relid: Oid,
-        plan: pg_sys::SPIPlanPtr,
-        args: &[Option<Datum>],
-    ) -> *mut pg_sys::SPITupleTable {
-        // SAFETY: as the caller's; on an error the transaction aborts.
-        PgTryBuilder::new(AssertUnwindSafe(|| unsafe { execute_nullable(plan, args) }))
-            .catch_when(PgSqlErrorCode::ERRCODE_UNDEFINED_FUNCTION, |cause| {
-                let detail = match &cause {
-                    CaughtError::PostgresError(e) | CaughtError::ErrorReport(e) => e.message().to_string(),
-                    _ => String::new(),
-                };
-                // SAFETY: relid is a valid relation.
-                let name = unsafe { cstr_owned(pg_sys::get_rel_name(relid)) };
-                error(
-                    PgSqlErrorCode::ERRCODE_UNDEFINED_FUNCTION,
-                    format!(
-                        "alerts_search: the Citus node holding this tenant's shard of {name} does not have the alerts extension ({detail})"
-                    ),
-                    "install alerts on every node: CREATE EXTENSION alerts on the coordinator after the workers were added reaches them all; check with SELECT * FROM run_command_on_workers($$SELECT extversion FROM pg_extension WHERE extname = 'alerts'$$)",
-                )
-            })
-            .execute()
-    }
+/// Runs a routed statement, naming a node without the extension in
+/// the ERROR it raises.
+///
+/// # Safety
+/// As [`CitusCache::routed`]; `args` match the statement's parameters.
+unsafe fn run_routed(
+    relid: Oid,
+    plan: pg_sys::SPIPlanPtr,
+    args: &[Option<Datum>],
+) -> *mut pg_sys::SPITupleTable {
+    // SAFETY: as the caller's; on an error the transaction aborts.
+    PgTryBuilder::new(AssertUnwindSafe(|| unsafe { execute_nullable(plan, args) }))
+        .catch_when(PgSqlErrorCode::ERRCODE_UNDEFINED_FUNCTION, |cause| {
+            let detail = match &cause {
+                CaughtError::PostgresError(e) | CaughtError::ErrorReport(e) => e.message().to_string(),
+                _ => String::new(),
+            };
+            // SAFETY: relid is a valid relation.
+            let name = unsafe { cstr_owned(pg_sys::get_rel_name(relid)) };
+            error(
+                PgSqlErrorCode::ERRCODE_UNDEFINED_FUNCTION,
+                format!(
+                    "alerts_search: the Citus node holding this tenant's shard of {name} does not have the alerts extension ({detail})"
+                ),
+                "install alerts on every node: CREATE EXTENSION alerts on the coordinator after the workers were added reaches them all; check with SELECT * FROM run_command_on_workers($$SELECT extversion FROM pg_extension WHERE extname = 'alerts'$$)",
+            )
+        })
+        .execute()
 }
 
 /// Whether Citus sent the running statement (a routed query or a task on
@@ -307,41 +307,6 @@ unsafe fn is_distributed(relid: Oid) -> bool {
     }
 }
 
-/// The parameters of the routed page as rows.
-const ROWS_TYPES: [Oid; 5] = [
-    pg_sys::TEXTOID,
-    pg_sys::JSONBOID,
-    pg_sys::TEXTOID,
-    pg_sys::INT4OID,
-    pg_sys::TEXTOID,
-];
-
-/// A page of table `t` (`relid`) in its own columns, by the extension's
-/// exact check (`s`), with `cursor` among its conditions.
-///
-/// # Safety
-/// `relid` is a valid relation.
-unsafe fn page_sql(relid: Oid, t: &str, s: &str, cursor: &str) -> String {
-    // SAFETY: the descriptor of a valid relation, released here.
-    let columns = unsafe {
-        let rel = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        let desc = (*rel).rd_att;
-        let names: Vec<String> = (1..=(*desc).natts)
-            .map(|i| crate::compat::attribute(desc, i))
-            .filter(|a| !a.attisdropped)
-            .map(|a| format!("a.{}", quoted(&cstr_owned(a.attname.data.as_ptr()))))
-            .collect();
-        pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
-        names.join(", ")
-    };
-    format!(
-        "SELECT {columns} FROM {t} a
-         WHERE a.organisation_id = $1 AND {s}.alerts_attrs_match(a.attribute_values, $2)
-           AND a.id >= $3{cursor}
-         ORDER BY a.id DESC LIMIT $4"
-    )
-}
-
 /// The kept statements of a distributed table.
 unsafe fn statements(relid: Oid) -> Distributed {
     // SAFETY: SPI is connected by the caller; relid is a valid relation.
@@ -385,10 +350,9 @@ unsafe fn statements(relid: Oid) -> Distributed {
             // there: `shared_preload_libraries`), or its own plan, exact
             // either way. Rows come back in the table's columns, in
             // binary where Citus can, as a GIN query's do.
-            first: prepare(&page_sql(relid, &t, &s, ""), &ROWS_TYPES[..4]),
-            next: prepare(&page_sql(relid, &t, &s, " AND a.id < $5"), &ROWS_TYPES),
+            pages: RoutedPages::new(relid, &t, &s),
         };
-        keep(&[d.shard, d.routed, d.first, d.next]);
+        keep(&[d.shard, d.routed]);
         d
     }
 }

@@ -51,6 +51,7 @@ mod partitions;
 mod probe;
 mod rare;
 mod reader;
+mod routed;
 mod routes;
 mod scan;
 mod session;

@@ -258,13 +258,19 @@ impl Page {
             }
             let mut values = vec![Datum::from(0usize); natts];
             let mut nulls = vec![true; natts];
+            // each row's columns in one pass (not one walk from its start
+            // a column, as reading them one by one does past a varlena)
+            let mut read = vec![Datum::from(0usize); live.len()];
+            let mut read_nulls = vec![true; live.len()];
             for r in 0..rows(tt) as usize {
                 if self.is_full() {
                     break;
                 }
                 let row = *(*tt).vals.add(r);
+                pg_sys::heap_deform_tuple(row, got, read.as_mut_ptr(), read_nulls.as_mut_ptr());
                 for (k, &i) in live.iter().enumerate() {
-                    values[i] = pg_sys::SPI_getbinval(row, got, k as i32 + 1, &mut nulls[i]);
+                    values[i] = read[k];
+                    nulls[i] = read_nulls[k];
                 }
                 let tuple = pg_sys::heap_form_tuple(desc, values.as_mut_ptr(), nulls.as_mut_ptr());
                 self.add_tuple(tuple, desc);

@@ -317,6 +317,53 @@ got=$(at "$C" -c "SELECT md5(string_agg(s::text, '|' ORDER BY s.id DESC))
                   FROM alerts_search(NULL::alerts, 'org1', '{}', '-infinity', NULL, 500) s")
 [ "$got" = "$want" ] || fail "routed rows differ from the table's rows (whole-row text)"
 echo "  routed rows equal the table's rows, column for column"
+# A tenant the session keeps calling gets statements with its value written
+# in (src/search/routed.rs): Citus then sends the shard's query without
+# writing it anew each call. The fourth call of a session sends the
+# tenant's own statement; 40 tenants x 5 rounds (more tenants than a table keeps
+# statements for, so some lose theirs and get them again), first and next
+# pages, equal to the exact filter.
+call_org1="SELECT count(*) FROM alerts_search(NULL::alerts, 'org1', '{\"env\": \"prod\"}')"
+sent_4th=$(at "$C" -c "$call_org1" -c "$call_org1" -c "$call_org1" \
+  -c "SET citus.log_remote_commands = on" -c "SET client_min_messages = log" \
+  -c "$call_org1" 2>&1 | grep -E "issuing .*alerts_attrs_match" || true)
+# (the shared statement's calls are sent with every value written in, the
+# tenant's own with the filter, window and size as parameters)
+grep -q "organisation_id OPERATOR(pg_catalog.=) 'org1'::text) AND public.alerts_attrs_match(attribute_values, \$1)" <<<"$sent_4th" \
+  || fail "the fourth call of a tenant was not sent by its own statement: $sent_4th"
+at "$C" >/dev/null <<'SQL'
+INSERT INTO alerts (id, organisation_id, created_at, source_id, attribute_values)
+SELECT alerts_ulid(ts), 'many' || (g % 40), ts, 1, jsonb_build_object('env', CASE WHEN g % 3 = 0 THEN 'prod' ELSE 'staging' END)
+FROM (SELECT g, timestamptz '2026-11-01' - g * interval '1 hour' AS ts FROM generate_series(1, 1200) g) s;
+SQL
+out=$(at "$C" 2>&1 <<'SQL'
+DO $$
+DECLARE a text[]; b text[]; cur text; pages int := 0;
+BEGIN
+  FOR r IN 1..5 LOOP
+    FOR t IN 0..39 LOOP
+      cur := NULL;
+      FOR p IN 1..3 LOOP
+        SELECT array_agg(id ORDER BY id DESC) INTO a
+          FROM alerts_search(NULL::alerts, 'many' || t, '{"env": "prod"}', '-infinity', cur, 4);
+        SELECT array_agg(id ORDER BY id DESC) INTO b
+          FROM (SELECT id FROM alerts WHERE organisation_id = 'many' || t AND attribute_values @> '{"env": "prod"}'
+                  AND (cur IS NULL OR id < cur) ORDER BY id DESC LIMIT 4) s;
+        IF a IS DISTINCT FROM b THEN
+          RAISE EXCEPTION 'tenant many%, round %, page %: % against %', t, r, p, a, b;
+        END IF;
+        pages := pages + 1;
+        cur := a[4];
+        EXIT WHEN cur IS NULL;
+      END LOOP;
+    END LOOP;
+  END LOOP;
+  RAISE NOTICE 'pages: %', pages;
+END $$;
+SQL
+) || fail "a session's repeated calls of 40 tenants: $out"
+at "$C" -c "DELETE FROM alerts WHERE organisation_id LIKE 'many%'" >/dev/null
+echo "  a tenant's fourth call sends it written in; 40 tenants x 5 rounds in one session, $(grep -o '[0-9]*$' <<<"$out") pages, all exact"
 # a column filter crosses with the call and is resolved on the shard by
 # name (the shard has no dropped column: its column numbers differ)
 want=$(at "$C" -c "SELECT md5(string_agg(a::text, '|' ORDER BY a.id DESC))
