@@ -132,9 +132,15 @@ impl CitusCache {
             if !matches!(self.known, Some((at, _)) if at == epoch) {
                 // Any relcache invalidation starts a new epoch: read the
                 // catalog again, keep the statements while the table stays
-                // distributed, free them when it no longer is.
+                // distributed with the same columns (the routed page
+                // names them), make them again when its columns changed,
+                // free them when it is no longer distributed.
                 let known = match (is_distributed(relid), self.known.take()) {
-                    (true, Some((_, Some(d)))) => Some(d),
+                    (true, Some((_, Some(d)))) if d.pages.names_columns_of(relid) => Some(d),
+                    (true, Some((_, Some(d)))) => {
+                        d.free();
+                        Some(statements(relid))
+                    }
                     (true, _) => Some(statements(relid)),
                     (false, Some((_, Some(d)))) => {
                         d.free();

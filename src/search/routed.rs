@@ -57,6 +57,8 @@ pub struct RoutedPages {
     order: VecDeque<Vec<u8>>,
     /// The calls of tenants without statements of their own.
     calls: HashMap<Vec<u8>, u8>,
+    /// The table's columns the statements select, as written in them.
+    columns: String,
 }
 
 impl RoutedPages {
@@ -80,8 +82,19 @@ impl RoutedPages {
                 own: HashMap::new(),
                 order: VecDeque::new(),
                 calls: HashMap::new(),
+                columns,
             }
         }
+    }
+
+    /// Whether the statements select the table's columns as they are now
+    /// (an `ALTER TABLE` adding, dropping or renaming one changes them).
+    ///
+    /// # Safety
+    /// `relid` is a valid relation.
+    pub unsafe fn names_columns_of(&self, relid: Oid) -> bool {
+        // SAFETY: as the caller's.
+        unsafe { columns(relid) == self.columns }
     }
 
     /// The statement for a page of tenant `org` (a next page: `cursor`),
