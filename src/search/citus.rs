@@ -25,7 +25,10 @@ use pgrx::PgSqlErrorCode;
 
 use super::indexes::relcache_epoch;
 use super::routed::RoutedPages;
-use super::spi::{cstr_owned, execute, execute_nullable, extension_schema, keep, prepare, rows};
+use super::page::Page;
+use super::spi::{
+    cstr_owned, execute, execute_into, execute_nullable, extension_schema, keep, prepare, rows,
+};
 use super::statements::qualified;
 use crate::datum::error;
 
@@ -165,22 +168,24 @@ impl CitusCache {
         }
     }
 
-    /// The page from the node holding the tenant's shard as rows in the
-    /// table's columns (`args`: tenant, filter, floor, page size, and the
-    /// cursor of a next page).
+    /// Adds the page from the node holding the tenant's shard to `page`,
+    /// the rows in the table's columns (`args`: tenant, filter, floor,
+    /// page size, and the cursor of a next page).
     ///
     /// # Safety
-    /// As [`CitusCache::routed`].
-    pub unsafe fn routed_rows(
+    /// As [`CitusCache::routed`]; `page` is empty.
+    pub unsafe fn routed_page(
         &mut self,
         relid: Oid,
         args: &[Datum; 4],
         before: Option<Datum>,
-    ) -> *mut pg_sys::SPITupleTable {
+        page: &mut Page,
+    ) {
         let Some((_, Some(d))) = &mut self.known else {
-            unreachable!("routed_rows() is called only for a distributed table")
+            unreachable!("routed_page() is called only for a distributed table")
         };
-        // SAFETY: as the caller's; the tenant is a live text datum.
+        // SAFETY: as the caller's; the tenant is a live text datum; the
+        // statement's LIMIT is the page's size.
         unsafe {
             let org = crate::datum::varlena_bytes(args[0]);
             let (plan, shared) = d.pages.plan(org, before.is_some());
@@ -191,7 +196,9 @@ impl CitusCache {
                 .chain(before)
                 .map(Some)
                 .collect();
-            run_routed(relid, plan, &all)
+            page.add_stored(|store, cxt, desc| {
+                run_routed(relid, || execute_into(plan, &all, store, cxt, desc, OTHER_COLUMNS))
+            });
         }
     }
 
@@ -208,29 +215,43 @@ impl CitusCache {
             unreachable!("routed() is called only for a distributed table")
         };
         // SAFETY: as the caller's.
-        unsafe { run_routed(relid, d.routed, args) }
+        unsafe { run_routed(relid, || execute_nullable(d.routed, args)) }
     }
 }
 
-/// Runs a routed statement, naming a node without the extension in
-/// the ERROR it raises.
-///
-/// # Safety
-/// As [`CitusCache::routed`]; `args` match the statement's parameters.
-unsafe fn run_routed(
-    relid: Oid,
-    plan: pg_sys::SPIPlanPtr,
-    args: &[Option<Datum>],
-) -> *mut pg_sys::SPITupleTable {
-    // SAFETY: as the caller's; on an error the transaction aborts.
-    PgTryBuilder::new(AssertUnwindSafe(|| unsafe { execute_nullable(plan, args) }))
+/// The ERROR's message when the routed rows' columns are not the table's.
+const OTHER_COLUMNS: &std::ffi::CStr =
+    c"alerts_search: the rows of this table came back with other columns than the table has here";
+
+/// Runs a routed statement (`run`), naming a node without the extension,
+/// or a table whose definition differs there, in the ERROR it raises.
+fn run_routed<T>(relid: Oid, run: impl FnOnce() -> T) -> T {
+    // SAFETY: relid is a valid relation.
+    let name = || unsafe { cstr_owned(pg_sys::get_rel_name(relid)) };
+    // on an error the transaction aborts
+    PgTryBuilder::new(AssertUnwindSafe(run))
+        .catch_when(PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH, |cause| match &cause {
+            CaughtError::PostgresError(e) | CaughtError::ErrorReport(e)
+                if e.message() == OTHER_COLUMNS.to_str().unwrap_or_default() =>
+            {
+                error(
+                    PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+                    format!(
+                        "alerts_search: the rows of {} came back with other columns than the table has here ({})",
+                        name(),
+                        e.detail().unwrap_or_default()
+                    ),
+                    "the table's definition differs between the coordinator and the node of the tenant's shard: compare them with run_command_on_placements",
+                )
+            }
+            _ => cause.rethrow(),
+        })
         .catch_when(PgSqlErrorCode::ERRCODE_UNDEFINED_FUNCTION, |cause| {
             let detail = match &cause {
                 CaughtError::PostgresError(e) | CaughtError::ErrorReport(e) => e.message().to_string(),
                 _ => String::new(),
             };
-            // SAFETY: relid is a valid relation.
-            let name = unsafe { cstr_owned(pg_sys::get_rel_name(relid)) };
+            let name = name();
             error(
                 PgSqlErrorCode::ERRCODE_UNDEFINED_FUNCTION,
                 format!(

@@ -193,7 +193,7 @@ pub unsafe extern "C-unwind" fn alerts_search(fcinfo: pg_sys::FunctionCallInfo) 
         pg_sys::MemoryContextSwitchTo(old);
         same_columns_as_planned(desc, (*rsinfo).expectedDesc, args.relid);
 
-        let mut page = Page::store(store, args.page_size as i64, args.rowtype);
+        let mut page = Page::store(store, per_query, args.page_size as i64, args.rowtype);
         fill(&args, &mut page);
 
         (*rsinfo).returnMode = pg_sys::SetFunctionReturnMode::SFRM_Materialize;
@@ -267,7 +267,7 @@ unsafe fn fill_running(args: &Args, page: &mut Page) {
                                 args.floor,
                                 Datum::from(args.page_size),
                             ];
-                            page.add_columns(cache.routed_rows(relid, &page_args, args.before));
+                            cache.routed_page(relid, &page_args, args.before, page);
                         }
                         Some((columns, _)) => {
                             let routed = cache.routed(

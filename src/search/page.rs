@@ -11,7 +11,8 @@ use crate::datum::{error, text_cmp, varlena_bytes};
 /// Where a page's rows go: the tuplestore `alerts_search` returns, or the
 /// rows `alerts_search_wire` sends (values copied out of SPI's memory).
 enum Sink {
-    Store(*mut pg_sys::Tuplestorestate),
+    /// The store, and the memory it lives in.
+    Store(*mut pg_sys::Tuplestorestate, pg_sys::MemoryContext),
     /// The rows, and the memory they are kept in (the page's creator's).
     Rows(Vec<Datum>, pg_sys::MemoryContext),
 }
@@ -51,10 +52,15 @@ pub struct Page {
 
 impl Page {
     /// A page of rows of type `rowtype` returned as the rows of a
-    /// tuplestore.
-    pub fn store(store: *mut pg_sys::Tuplestorestate, size: i64, rowtype: Oid) -> Page {
+    /// tuplestore, made in memory `cxt`.
+    pub fn store(
+        store: *mut pg_sys::Tuplestorestate,
+        cxt: pg_sys::MemoryContext,
+        size: i64,
+        rowtype: Oid,
+    ) -> Page {
         Page {
-            sink: Sink::Store(store),
+            sink: Sink::Store(store, cxt),
             aside: None,
             rowtype,
             size,
@@ -149,7 +155,7 @@ impl Page {
         // SAFETY: as the caller's.
         unsafe {
             match &mut self.sink {
-                Sink::Store(store) => {
+                Sink::Store(store, _) => {
                     let td = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as pg_sys::HeapTupleHeader;
                     let mut tmp = crate::datum::row_tuple(td);
                     pg_sys::tuplestore_puttuple(*store, &mut tmp);
@@ -222,63 +228,50 @@ impl Page {
         copied
     }
 
-    /// Appends the rows of a result table whose columns are the table's
-    /// own, in order and of their types (dropped ones left out), formed
-    /// as rows of the table; returns how many.
+    /// Adds the rows a statement writes into a tuplestore itself, rows of
+    /// the table's type (its live columns matched by position): `run` gets
+    /// the store, the memory it lives in and the table's descriptor, and
+    /// returns how many rows it wrote. A page returned as a store takes
+    /// them straight into it (no copy in SPI's result, no row formed
+    /// again); a page of rows, or one keeping rows aside, reads them from
+    /// a store of its own. Returns how many were added.
     ///
     /// # Safety
-    /// `tt` must be a live SPI result table.
-    pub unsafe fn add_columns(&mut self, tt: *mut pg_sys::SPITupleTable) -> i64 {
-        let mut copied = 0;
+    /// `run` writes rows of the descriptor it is given, at most as many as
+    /// the page wants; SPI is connected.
+    pub unsafe fn add_stored(
+        &mut self,
+        run: impl FnOnce(*mut pg_sys::Tuplestorestate, pg_sys::MemoryContext, pg_sys::TupleDesc) -> u64,
+    ) -> i64 {
         self.unchecked = true;
-        // SAFETY: as the caller's; the columns are checked against the
-        // row type before any value is read, the descriptor released here.
+        // SAFETY: as the caller's; the descriptor and the page's own
+        // store are released here.
         unsafe {
             let desc = pg_sys::lookup_rowtype_tupdesc(self.rowtype, -1);
-            let natts = (*desc).natts as usize;
-            let live: Vec<usize> = (0..natts)
-                .filter(|&i| !crate::compat::attribute(desc, i as i32 + 1).attisdropped)
-                .collect();
-            let got = (*tt).tupdesc;
-            let same = (*got).natts as usize == live.len()
-                && live.iter().enumerate().all(|(k, &i)| {
-                    crate::compat::attribute(got, k as i32 + 1).atttypid
-                        == crate::compat::attribute(desc, i as i32 + 1).atttypid
-                });
-            if !same {
-                pg_sys::DecrTupleDescRefCount(desc);
-                error(
-                    PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
-                    format!(
-                        "alerts_search: the rows of {} came back with other columns than the table has here",
-                        cstr_owned(pg_sys::format_type_be(self.rowtype))
-                    ),
-                    "the table's definition differs between the coordinator and the node of the tenant's shard: compare them with run_command_on_placements",
-                );
-            }
-            let mut values = vec![Datum::from(0usize); natts];
-            let mut nulls = vec![true; natts];
-            // each row's columns in one pass (not one walk from its start
-            // a column, as reading them one by one does past a varlena)
-            let mut read = vec![Datum::from(0usize); live.len()];
-            let mut read_nulls = vec![true; live.len()];
-            for r in 0..rows(tt) as usize {
-                if self.is_full() {
-                    break;
+            let added = match (&self.sink, &self.aside) {
+                (Sink::Store(store, cxt), None) => {
+                    let n = run(*store, *cxt, desc) as i64;
+                    self.want -= n;
+                    n
                 }
-                let row = *(*tt).vals.add(r);
-                pg_sys::heap_deform_tuple(row, got, read.as_mut_ptr(), read_nulls.as_mut_ptr());
-                for (k, &i) in live.iter().enumerate() {
-                    values[i] = read[k];
-                    nulls[i] = read_nulls[k];
+                _ => {
+                    let store = pg_sys::tuplestore_begin_heap(false, false, pg_sys::work_mem);
+                    run(store, pg_sys::CurrentMemoryContext, desc);
+                    let slot = pg_sys::MakeSingleTupleTableSlot(desc, &pg_sys::TTSOpsMinimalTuple);
+                    let mut added = 0;
+                    while !self.is_full() && pg_sys::tuplestore_gettupleslot(store, true, false, slot) {
+                        let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, std::ptr::null_mut());
+                        self.add_tuple(tuple, desc);
+                        added += 1;
+                    }
+                    pg_sys::ExecDropSingleTupleTableSlot(slot);
+                    pg_sys::tuplestore_end(store);
+                    added
                 }
-                let tuple = pg_sys::heap_form_tuple(desc, values.as_mut_ptr(), nulls.as_mut_ptr());
-                self.add_tuple(tuple, desc);
-                copied += 1;
-            }
+            };
             pg_sys::DecrTupleDescRefCount(desc);
+            added
         }
-        copied
     }
 
     /// An ERROR unless column 1 of `desc` is the page's row type. A
@@ -345,12 +338,12 @@ impl Page {
                 }
                 // The store copies the row: one with no value out of line
                 // (the rest are as a composite value's) goes in as it is.
-                Sink::Store(store)
+                Sink::Store(store, _)
                     if (*(*tuple).t_data).t_infomask & pg_sys::HEAP_HASEXTERNAL as u16 == 0 =>
                 {
                     pg_sys::tuplestore_puttuple(*store, tuple)
                 }
-                Sink::Store(_) => return self.keep(pg_sys::heap_copy_tuple_as_datum(tuple, desc)),
+                Sink::Store(..) => return self.keep(pg_sys::heap_copy_tuple_as_datum(tuple, desc)),
             }
             self.want -= 1;
         }
@@ -421,7 +414,7 @@ impl Page {
     pub fn clear(&mut self) {
         match &mut self.sink {
             // SAFETY: the store is live for the call.
-            Sink::Store(store) => unsafe { pg_sys::tuplestore_clear(*store) },
+            Sink::Store(store, _) => unsafe { pg_sys::tuplestore_clear(*store) },
             Sink::Rows(rows, _) => rows.clear(),
         }
         self.want = self.size;

@@ -227,18 +227,90 @@ unsafe fn run(
     // match the plan's parameters.
     unsafe {
         connect();
-        let rc = pg_sys::SPI_execute_plan(plan, values as *mut Datum, nulls, true, 0);
-        if rc != pg_sys::SPI_OK_SELECT as i32 {
-            error(
-                PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
-                format!(
-                    "alerts_search: query failed: {}",
-                    cstr_owned(pg_sys::SPI_result_code_string(rc))
-                ),
-                "report this as a bug",
-            );
-        }
+        selected(pg_sys::SPI_execute_plan(plan, values as *mut Datum, nulls, true, 0));
         pg_sys::SPI_tuptable
+    }
+}
+
+/// An ERROR unless a statement ran as a SELECT (SPI's return code `rc`).
+fn selected(rc: i32) {
+    if rc != pg_sys::SPI_OK_SELECT as i32 {
+        error(
+            PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+            format!(
+                "alerts_search: query failed: {}",
+                // SAFETY: a static string for any code.
+                unsafe { cstr_owned(pg_sys::SPI_result_code_string(rc)) }
+            ),
+            "report this as a bug",
+        );
+    }
+}
+
+// `tcop/tstoreReceiver.h`, alike in 15, 16 and 18 (pgrx does not bind it).
+unsafe extern "C-unwind" {
+    fn SetTuplestoreDestReceiverParams(
+        receiver: *mut pg_sys::DestReceiver,
+        store: *mut pg_sys::Tuplestorestate,
+        cxt: pg_sys::MemoryContext,
+        detoast: bool,
+        target: pg_sys::TupleDesc,
+        map_failure_msg: *const std::ffi::c_char,
+    );
+}
+
+/// Runs a prepared statement read-only (the caller's snapshot), its rows
+/// going straight into `store` (living in `cxt`) as rows of `target`, by
+/// position (`target`'s dropped columns NULL); an ERROR with message
+/// `mismatch` when its columns are not `target`'s. Returns how many rows
+/// it stored. The rows are stored as the executor made them, not
+/// detoasted: for a statement whose rows come from another node, which
+/// are never pointers into a table here.
+///
+/// # Safety
+/// As [`execute_nullable`]; `store` and `target` are live.
+pub unsafe fn execute_into(
+    plan: pg_sys::SPIPlanPtr,
+    args: &[Option<Datum>],
+    store: *mut pg_sys::Tuplestorestate,
+    cxt: pg_sys::MemoryContext,
+    target: pg_sys::TupleDesc,
+    mismatch: &std::ffi::CStr,
+) -> u64 {
+    // SAFETY: as the caller's; one parameter per argument, typed as the
+    // plan's; the receiver is freed here (on an ERROR, with the memory).
+    unsafe {
+        connect();
+        let params = pg_sys::makeParamList(args.len() as i32);
+        for (i, (p, a)) in (*params)
+            .params
+            .as_mut_slice(args.len())
+            .iter_mut()
+            .zip(args)
+            .enumerate()
+        {
+            p.value = a.unwrap_or(Datum::from(0usize));
+            p.isnull = a.is_none();
+            p.pflags = pg_sys::PARAM_FLAG_CONST as u16;
+            p.ptype = pg_sys::SPI_getargtypeid(plan, i as i32);
+        }
+        let dest = pg_sys::CreateDestReceiver(pg_sys::CommandDest::DestTuplestore);
+        SetTuplestoreDestReceiverParams(dest, store, cxt, false, target, mismatch.as_ptr());
+        let options = pg_sys::SPIExecuteOptions {
+            params,
+            read_only: true,
+            allow_nonatomic: false,
+            must_return_tuples: false,
+            tcount: 0,
+            dest,
+            owner: std::ptr::null_mut(),
+        };
+        let rc = pg_sys::SPI_execute_plan_extended(plan, &options);
+        if let Some(destroy) = (*dest).rDestroy {
+            destroy(dest);
+        }
+        selected(rc);
+        pg_sys::SPI_processed
     }
 }
 
