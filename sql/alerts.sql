@@ -197,6 +197,12 @@ CREATE FUNCTION alerts_search_wire(
 COMMENT ON FUNCTION alerts_search_wire(anyelement, text, jsonb, timestamptz, text, integer, jsonb) IS
     'Internal: the page of alerts_search in the binary form a Citus worker sends back for a routed call on a distributed table (the rows'' columns in their binary send format). Use alerts_search.';
 
+CREATE FUNCTION alerts_jsonb_bytes(value jsonb) RETURNS bytea
+    AS 'MODULE_PATHNAME', 'alerts_jsonb_bytes'
+    LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE COST 1;
+COMMENT ON FUNCTION alerts_jsonb_bytes(jsonb) IS
+    'Internal: a jsonb value''s stored form as bytea, in which a Citus worker sends alerts_search''s routed page to the coordinator (moved in binary, not printed and parsed as JSON). Not a stable format: use alerts_search.';
+
 CREATE FUNCTION alerts_columns_match(row_value record, columns jsonb) RETURNS boolean
     AS 'MODULE_PATHNAME', 'alerts_columns_match'
     LANGUAGE c STABLE STRICT PARALLEL SAFE COST 50;

@@ -24,7 +24,7 @@ use pgrx::pg_sys::{self, Datum, Oid, PgTryBuilder};
 use pgrx::PgSqlErrorCode;
 
 use super::indexes::relcache_epoch;
-use super::routed::RoutedPages;
+use super::routed::{self, RoutedPages};
 use super::page::Page;
 use super::spi::{
     cstr_owned, execute, execute_into, execute_nullable, extension_schema, keep, prepare, rows,
@@ -197,7 +197,12 @@ impl CitusCache {
                 .map(Some)
                 .collect();
             page.add_stored(|store, cxt, desc| {
-                run_routed(relid, || execute_into(plan, &all, store, cxt, desc, OTHER_COLUMNS))
+                let arrive = routed::received(desc);
+                let n = run_routed(relid, || {
+                    execute_into(plan, &all, store, cxt, arrive, OTHER_COLUMNS)
+                });
+                pg_sys::FreeTupleDesc(arrive);
+                n
             });
         }
     }

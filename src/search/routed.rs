@@ -57,8 +57,10 @@ pub struct RoutedPages {
     order: VecDeque<Vec<u8>>,
     /// The calls of tenants without statements of their own.
     calls: HashMap<Vec<u8>, u8>,
-    /// The table's columns the statements select, as written in them.
+    /// The table's columns the statements select, as written in them,
+    /// and the extension's schema they name.
     columns: String,
+    schema: String,
 }
 
 impl RoutedPages {
@@ -70,7 +72,7 @@ impl RoutedPages {
     pub unsafe fn new(relid: Oid, t: &str, s: &str) -> Self {
         // SAFETY: as the caller's.
         unsafe {
-            let columns = columns(relid);
+            let columns = columns(relid, s);
             let shared = [false, true].map(|cursor| {
                 let (head, tail) = sql(&columns, t, s, 2, cursor);
                 prepare(&format!("{head}$1{tail}"), &TYPES[..4 + cursor as usize])
@@ -83,6 +85,7 @@ impl RoutedPages {
                 order: VecDeque::new(),
                 calls: HashMap::new(),
                 columns,
+                schema: s.to_string(),
             }
         }
     }
@@ -94,7 +97,7 @@ impl RoutedPages {
     /// `relid` is a valid relation.
     pub unsafe fn names_columns_of(&self, relid: Oid) -> bool {
         // SAFETY: as the caller's.
-        unsafe { columns(relid) == self.columns }
+        unsafe { columns(relid, &self.schema) == self.columns }
     }
 
     /// The statement for a page of tenant `org` (a next page: `cursor`),
@@ -176,11 +179,12 @@ unsafe fn free(plans: [Option<pg_sys::SPIPlanPtr>; 2]) {
     }
 }
 
-/// The table's live columns, as the page's select list.
+/// The table's live columns, as the page's select list: a `jsonb` one in
+/// its stored form (`s.alerts_jsonb_bytes`, see [`received`]).
 ///
 /// # Safety
 /// `relid` is a valid relation.
-unsafe fn columns(relid: Oid) -> String {
+unsafe fn columns(relid: Oid, s: &str) -> String {
     // SAFETY: the descriptor of a valid relation, released here.
     unsafe {
         let rel = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
@@ -188,10 +192,41 @@ unsafe fn columns(relid: Oid) -> String {
         let names: Vec<String> = (1..=(*desc).natts)
             .map(|i| crate::compat::attribute(desc, i))
             .filter(|a| !a.attisdropped)
-            .map(|a| format!("a.{}", quoted(&cstr_owned(a.attname.data.as_ptr()))))
+            .map(|a| {
+                let column = format!("a.{}", quoted(&cstr_owned(a.attname.data.as_ptr())));
+                if a.atttypid == pg_sys::JSONBOID {
+                    format!("{s}.alerts_jsonb_bytes({column})")
+                } else {
+                    column
+                }
+            })
             .collect();
         pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
         names.join(", ")
+    }
+}
+
+/// The columns the routed page's rows arrive in: the table's row type
+/// `desc` with each live `jsonb` column a `bytea` (the value's stored
+/// form, [`columns`]). Both are varlenas of the same alignment, so a row
+/// formed in these columns is, byte for byte, the table's row with the
+/// jsonb values: it is stored in the page as one. A copy, made in the
+/// current memory context.
+///
+/// # Safety
+/// `desc` is a live descriptor.
+pub unsafe fn received(desc: pg_sys::TupleDesc) -> pg_sys::TupleDesc {
+    // SAFETY: as the caller's; the copy's entries are re-made in place.
+    unsafe {
+        let copy = pg_sys::CreateTupleDescCopy(desc);
+        for i in 1..=(*copy).natts {
+            let a = crate::compat::attribute(copy, i);
+            if !a.attisdropped && a.atttypid == pg_sys::JSONBOID {
+                let name = a.attname.data.as_ptr();
+                pg_sys::TupleDescInitEntry(copy, i as i16, name, pg_sys::BYTEAOID, -1, 0);
+            }
+        }
+        copy
     }
 }
 

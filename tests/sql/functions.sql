@@ -129,6 +129,19 @@ SELECT alerts_bloom_match(B'1010', '{}');
 SELECT alerts_bloom_match(repeat('0', 255)::varbit, '{}');
 DROP TABLE fold_rows;
 
+-- A jsonb value's stored form (a Citus routed page's jsonb columns): the
+-- value's bytes detoasted (a stored value is smaller: a short header, or
+-- compressed), the same as the value's own bytes in memory.
+CREATE TEMP TABLE jsonb_forms (j jsonb);
+INSERT INTO jsonb_forms VALUES ('{"team": ["t1", "t2"], "n": 1.5, "s": null}'),
+  ((SELECT jsonb_object_agg('k' || g, repeat('v', 50) || g) FROM generate_series(1, 400) g));
+SELECT length(alerts_jsonb_bytes(j)) + 4 = pg_column_size(j::text::jsonb) AS whole_value,
+       pg_column_size(j) < pg_column_size(j::text::jsonb) AS stored_smaller,
+       alerts_jsonb_bytes(j) = alerts_jsonb_bytes(j::text::jsonb) AS same_bytes
+FROM jsonb_forms ORDER BY 2;
+SELECT alerts_jsonb_bytes(NULL) IS NULL AS strict;
+DROP TABLE jsonb_forms;
+
 -- Every object is commented and correctly marked.
 SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS args, p.provolatile, p.proisstrict, p.proparallel,
        p.procost, obj_description(p.oid, 'pg_proc') IS NOT NULL AS commented, p.prosecdef
