@@ -260,9 +260,9 @@ fn run_routed<T>(relid: Oid, run: impl FnOnce() -> T) -> T {
             error(
                 PgSqlErrorCode::ERRCODE_UNDEFINED_FUNCTION,
                 format!(
-                    "alerts_search: the Citus node holding this tenant's shard of {name} does not have the alerts extension ({detail})"
+                    "alerts_search: the Citus node holding this tenant's shard of {name} does not have the alerts extension, or has an older version of it ({detail})"
                 ),
-                "install alerts on every node: CREATE EXTENSION alerts on the coordinator after the workers were added reaches them all; check with SELECT * FROM run_command_on_workers($$SELECT extversion FROM pg_extension WHERE extname = 'alerts'$$)",
+                "install alerts on every node, at the coordinator's version: CREATE EXTENSION alerts (or ALTER EXTENSION alerts UPDATE) on the coordinator after the workers were added reaches them all; check with SELECT * FROM run_command_on_workers($$SELECT extversion FROM pg_extension WHERE extname = 'alerts'$$)",
             )
         })
         .execute()
