@@ -24,8 +24,8 @@ use pgrx::pg_sys::{self, Datum, Oid, PgTryBuilder};
 use pgrx::PgSqlErrorCode;
 
 use super::indexes::relcache_epoch;
-use super::routed::{self, RoutedPages};
 use super::page::Page;
+use super::routed::{self, RoutedPages};
 use super::spi::{
     cstr_owned, execute, execute_into, execute_nullable, extension_schema, keep, prepare, rows,
 };

@@ -259,8 +259,11 @@ impl Page {
                     run(store, pg_sys::CurrentMemoryContext, desc);
                     let slot = pg_sys::MakeSingleTupleTableSlot(desc, &pg_sys::TTSOpsMinimalTuple);
                     let mut added = 0;
-                    while !self.is_full() && pg_sys::tuplestore_gettupleslot(store, true, false, slot) {
-                        let tuple = pg_sys::ExecFetchSlotHeapTuple(slot, false, std::ptr::null_mut());
+                    while !self.is_full()
+                        && pg_sys::tuplestore_gettupleslot(store, true, false, slot)
+                    {
+                        let tuple =
+                            pg_sys::ExecFetchSlotHeapTuple(slot, false, std::ptr::null_mut());
                         self.add_tuple(tuple, desc);
                         added += 1;
                     }

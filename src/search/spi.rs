@@ -227,7 +227,13 @@ unsafe fn run(
     // match the plan's parameters.
     unsafe {
         connect();
-        selected(pg_sys::SPI_execute_plan(plan, values as *mut Datum, nulls, true, 0));
+        selected(pg_sys::SPI_execute_plan(
+            plan,
+            values as *mut Datum,
+            nulls,
+            true,
+            0,
+        ));
         pg_sys::SPI_tuptable
     }
 }
