@@ -234,7 +234,7 @@ impl Page {
     /// returns how many rows it wrote. A page returned as a store takes
     /// them straight into it (no copy in SPI's result, no row formed
     /// again); a page of rows, or one keeping rows aside, reads them from
-    /// a store of its own. Returns how many were added.
+    /// a store of its own.
     ///
     /// # Safety
     /// `run` writes rows of the descriptor it is given, at most as many as
@@ -242,38 +242,32 @@ impl Page {
     pub unsafe fn add_stored(
         &mut self,
         run: impl FnOnce(*mut pg_sys::Tuplestorestate, pg_sys::MemoryContext, pg_sys::TupleDesc) -> u64,
-    ) -> i64 {
+    ) {
         self.unchecked = true;
         // SAFETY: as the caller's; the descriptor and the page's own
         // store are released here.
         unsafe {
             let desc = pg_sys::lookup_rowtype_tupdesc(self.rowtype, -1);
-            let added = match (&self.sink, &self.aside) {
+            match (&self.sink, &self.aside) {
                 (Sink::Store(store, cxt), None) => {
-                    let n = run(*store, *cxt, desc) as i64;
-                    self.want -= n;
-                    n
+                    self.want -= run(*store, *cxt, desc) as i64;
                 }
                 _ => {
                     let store = pg_sys::tuplestore_begin_heap(false, false, pg_sys::work_mem);
                     run(store, pg_sys::CurrentMemoryContext, desc);
                     let slot = pg_sys::MakeSingleTupleTableSlot(desc, &pg_sys::TTSOpsMinimalTuple);
-                    let mut added = 0;
                     while !self.is_full()
                         && pg_sys::tuplestore_gettupleslot(store, true, false, slot)
                     {
                         let tuple =
                             pg_sys::ExecFetchSlotHeapTuple(slot, false, std::ptr::null_mut());
                         self.add_tuple(tuple, desc);
-                        added += 1;
                     }
                     pg_sys::ExecDropSingleTupleTableSlot(slot);
                     pg_sys::tuplestore_end(store);
-                    added
                 }
-            };
+            }
             pg_sys::DecrTupleDescRefCount(desc);
-            added
         }
     }
 

@@ -194,7 +194,7 @@ unsafe fn columns(relid: Oid, s: &str) -> String {
             .filter(|a| !a.attisdropped)
             .map(|a| {
                 let column = format!("a.{}", quoted(&cstr_owned(a.attname.data.as_ptr())));
-                if a.atttypid == pg_sys::JSONBOID {
+                if stored_form(a) {
                     format!("{s}.alerts_jsonb_bytes({column})")
                 } else {
                     column
@@ -204,6 +204,13 @@ unsafe fn columns(relid: Oid, s: &str) -> String {
         pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
         names.join(", ")
     }
+}
+
+/// Whether a live column crosses in its stored form (a `jsonb` one): the
+/// one rule [`columns`] writes the select list by and [`received`] reads
+/// the rows by.
+fn stored_form(a: &pg_sys::FormData_pg_attribute) -> bool {
+    !a.attisdropped && a.atttypid == pg_sys::JSONBOID
 }
 
 /// The columns the routed page's rows arrive in: the table's row type
@@ -221,7 +228,7 @@ pub unsafe fn received(desc: pg_sys::TupleDesc) -> pg_sys::TupleDesc {
         let copy = pg_sys::CreateTupleDescCopy(desc);
         for i in 1..=(*copy).natts {
             let a = crate::compat::attribute(copy, i);
-            if !a.attisdropped && a.atttypid == pg_sys::JSONBOID {
+            if stored_form(a) {
                 let name = a.attname.data.as_ptr();
                 pg_sys::TupleDescInitEntry(copy, i as i16, name, pg_sys::BYTEAOID, -1, 0);
             }
