@@ -195,7 +195,7 @@ CREATE FUNCTION alerts_search_wire(
     AS 'MODULE_PATHNAME', 'alerts_search_wire'
     LANGUAGE c STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION alerts_search_wire(anyelement, text, jsonb, timestamptz, text, integer, jsonb) IS
-    'Internal: the page of alerts_search in the binary form a Citus worker sends back for a routed call on a distributed table (the rows'' columns in their binary send format). Use alerts_search.';
+    'Internal: the page of alerts_search in the binary form a Citus worker sends back for a routed call on a distributed table (the rows'' columns in binary, jsonb in its stored form). Not a stable format: use alerts_search.';
 
 CREATE FUNCTION alerts_jsonb_bytes(value jsonb) RETURNS bytea
     AS 'MODULE_PATHNAME', 'alerts_jsonb_bytes'

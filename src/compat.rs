@@ -191,6 +191,27 @@ pub unsafe fn pathkey_descending(pathkey: *const pg_sys::PathKey) -> bool {
     }
 }
 
+/// Whether ordering operator `op` is a btree `>` (sorts descending), with
+/// its operator family and input type. PostgreSQL 18 answers with a
+/// comparison type where 15 and 16 give the btree strategy number.
+///
+/// # Safety
+/// In a transaction (reads the syscache).
+pub unsafe fn ordering_op_descending(op: pg_sys::Oid) -> bool {
+    let (mut family, mut input) = (pg_sys::InvalidOid, pg_sys::InvalidOid);
+    #[cfg(not(feature = "pg18"))]
+    let (mut how, greater) = (0i16, pg_sys::BTGreaterStrategyNumber as i16);
+    #[cfg(feature = "pg18")]
+    let (mut how, greater) = (
+        pg_sys::CompareType::COMPARE_INVALID,
+        pg_sys::CompareType::COMPARE_GT,
+    );
+    // SAFETY: as the caller's; the out-parameters are ours.
+    unsafe {
+        pg_sys::get_ordering_op_properties(op, &mut family, &mut input, &mut how) && how == greater
+    }
+}
+
 /// Asks for a heap-tuple scan slot for a custom scan node being created,
 /// where the version lets the node say so: PostgreSQL 16 added
 /// `CustomScanState.slotOps`, which `ExecInitCustomScan` reads. On 15 the

@@ -234,17 +234,10 @@ unsafe fn newest_first(q: &pg_sys::Query, id: pg_sys::AttrNumber) -> bool {
             return false;
         }
         let var = expr as *mut pg_sys::Var;
-        let (mut family, mut input, mut strategy) = (pg_sys::InvalidOid, pg_sys::InvalidOid, 0);
         (*var).varno == 1
             && (*var).varlevelsup == 0
             && (*var).varattno == id
-            && pg_sys::get_ordering_op_properties(
-                (*sort).sortop,
-                &mut family,
-                &mut input,
-                &mut strategy,
-            )
-            && strategy as u32 == pg_sys::BTGreaterStrategyNumber
+            && crate::compat::ordering_op_descending((*sort).sortop)
     }
 }
 

@@ -7,11 +7,13 @@
 //!
 //! Layout (network byte order): the number of columns sent (the table's
 //! columns that are not dropped), then per row, per column, the length of
-//! its value (-1 for NULL) and the value. A column whose type has no binary
-//! form both nodes can read (a composite, or an array of a type created in
-//! the database: their binary forms carry type OIDs, which differ from node
-//! to node) is sent in its text form. Both nodes hold the same table
-//! definition, so they choose the same form for each column.
+//! its value (-1 for NULL) and the value. A `jsonb` column is sent in its
+//! stored form (as `alerts_jsonb_bytes` gives it: jsonb's own send format
+//! is JSON text, which the receiver would parse again). A column whose type
+//! has no binary form both nodes can read (a composite, or an array of a
+//! type created in the database: their binary forms carry type OIDs, which
+//! differ from node to node) is sent in its text form. Both nodes hold the
+//! same table definition, so they choose the same form for each column.
 
 use pgrx::pg_guard;
 use pgrx::pg_sys::{self, Datum, Oid};
@@ -48,7 +50,18 @@ struct Column {
     attno: usize,
     typ: Oid,
     typmod: i32,
-    binary: bool,
+    form: Form,
+}
+
+/// The form a column's values cross in.
+#[derive(Clone, Copy, PartialEq)]
+enum Form {
+    /// jsonb's stored form: the detoasted varlena's data
+    Stored,
+    /// the type's binary send format
+    Binary,
+    /// the type's text output
+    Text,
 }
 
 /// The row type's columns that are not dropped.
@@ -65,7 +78,13 @@ unsafe fn columns(desc: pg_sys::TupleDesc) -> Vec<Column> {
                     attno: i,
                     typ: a.atttypid,
                     typmod: a.atttypmod,
-                    binary: binary_safe(a.atttypid),
+                    form: if a.atttypid == pg_sys::JSONBOID {
+                        Form::Stored
+                    } else if binary_safe(a.atttypid) {
+                        Form::Binary
+                    } else {
+                        Form::Text
+                    },
                 })
             })
             .collect()
@@ -113,7 +132,7 @@ enum Direction {
 
 /// The function that writes (`Out`: send or output) or reads (`In`: receive
 /// or input) a column in the form it crosses in, and the type's I/O
-/// parameter (for `In`).
+/// parameter (for `In`); a column in stored form is copied and calls none.
 ///
 /// # Safety
 /// `c` is a column of a valid row type.
@@ -121,16 +140,23 @@ unsafe fn io_function(c: &Column, way: Direction) -> (pg_sys::FmgrInfo, Oid) {
     let (mut func, mut ioparam, mut varlena) = (pg_sys::InvalidOid, pg_sys::InvalidOid, false);
     // SAFETY: catalog lookups of a valid type; fmgr_info fills `f`.
     unsafe {
-        match (way, c.binary) {
-            (Direction::Out, true) => {
+        match (way, c.form) {
+            (_, Form::Stored) => {}
+            (Direction::Out, Form::Binary) => {
                 pg_sys::getTypeBinaryOutputInfo(c.typ, &mut func, &mut varlena)
             }
-            (Direction::Out, false) => pg_sys::getTypeOutputInfo(c.typ, &mut func, &mut varlena),
-            (Direction::In, true) => pg_sys::getTypeBinaryInputInfo(c.typ, &mut func, &mut ioparam),
-            (Direction::In, false) => pg_sys::getTypeInputInfo(c.typ, &mut func, &mut ioparam),
+            (Direction::Out, Form::Text) => {
+                pg_sys::getTypeOutputInfo(c.typ, &mut func, &mut varlena)
+            }
+            (Direction::In, Form::Binary) => {
+                pg_sys::getTypeBinaryInputInfo(c.typ, &mut func, &mut ioparam)
+            }
+            (Direction::In, Form::Text) => pg_sys::getTypeInputInfo(c.typ, &mut func, &mut ioparam),
         }
         let mut f = pg_sys::FmgrInfo::default();
-        pg_sys::fmgr_info(func, &mut f);
+        if c.form != Form::Stored {
+            pg_sys::fmgr_info(func, &mut f);
+        }
         (f, ioparam)
     }
 }
@@ -163,12 +189,19 @@ pub unsafe fn encode(rows: &[Datum], rowtype: Oid) -> Datum {
                     out.extend_from_slice(&(-1i32).to_be_bytes());
                     continue;
                 }
-                let bytes = if c.binary {
-                    let b = pg_sys::SendFunctionCall(f, values[c.attno]);
-                    pgrx::varlena_to_byte_slice(b as *const pg_sys::varlena)
-                } else {
-                    std::ffi::CStr::from_ptr(pg_sys::OutputFunctionCall(f, values[c.attno]))
-                        .to_bytes()
+                let bytes = match c.form {
+                    Form::Stored => {
+                        let v = pg_sys::pg_detoast_datum(values[c.attno].cast_mut_ptr());
+                        pgrx::varlena_to_byte_slice(v)
+                    }
+                    Form::Binary => {
+                        let b = pg_sys::SendFunctionCall(f, values[c.attno]);
+                        pgrx::varlena_to_byte_slice(b as *const pg_sys::varlena)
+                    }
+                    Form::Text => {
+                        std::ffi::CStr::from_ptr(pg_sys::OutputFunctionCall(f, values[c.attno]))
+                            .to_bytes()
+                    }
                 };
                 out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
                 out.extend_from_slice(bytes);
@@ -226,17 +259,20 @@ pub unsafe fn decode(wire: Datum, rowtype: Oid, mut push: impl FnMut(Datum) -> b
                 };
                 at += len as usize;
                 nulls[c.attno] = false;
-                if c.binary {
-                    // receive functions read a StringInfo whose data is
-                    // NUL-terminated
-                    let buf = pg_sys::makeStringInfo();
-                    pg_sys::appendBinaryStringInfo(buf, bytes.as_ptr().cast(), len);
-                    values[c.attno] = pg_sys::ReceiveFunctionCall(f, buf, *ioparam, c.typmod);
-                } else {
-                    let s = std::ffi::CString::new(bytes).unwrap_or_else(|_| malformed());
-                    values[c.attno] =
-                        pg_sys::InputFunctionCall(f, s.as_ptr() as *mut _, *ioparam, c.typmod);
-                }
+                values[c.attno] = match c.form {
+                    Form::Stored => stored_jsonb(bytes),
+                    Form::Binary => {
+                        // receive functions read a StringInfo whose data is
+                        // NUL-terminated
+                        let buf = pg_sys::makeStringInfo();
+                        pg_sys::appendBinaryStringInfo(buf, bytes.as_ptr().cast(), len);
+                        pg_sys::ReceiveFunctionCall(f, buf, *ioparam, c.typmod)
+                    }
+                    Form::Text => {
+                        let s = std::ffi::CString::new(bytes).unwrap_or_else(|_| malformed());
+                        pg_sys::InputFunctionCall(f, s.as_ptr() as *mut _, *ioparam, c.typmod)
+                    }
+                };
             }
             let tuple = pg_sys::heap_form_tuple(desc, values.as_mut_ptr(), nulls.as_mut_ptr());
             if !push(pg_sys::HeapTupleHeaderGetDatum((*tuple).t_data)) {
@@ -244,6 +280,25 @@ pub unsafe fn decode(wire: Datum, rowtype: Oid, mut push: impl FnMut(Datum) -> b
             }
         }
         pg_sys::DecrTupleDescRefCount(desc);
+    }
+}
+
+/// A jsonb value from its stored form's data (a varlena of its own, in
+/// the current memory context). The bytes are what the worker's own jsonb
+/// value held; an empty one cannot be a jsonb (its header is 4 bytes).
+///
+/// # Safety
+/// In a memory context that lives as long as the row.
+unsafe fn stored_jsonb(bytes: &[u8]) -> Datum {
+    if bytes.len() < 4 {
+        malformed();
+    }
+    // SAFETY: a fresh allocation of the varlena's size, filled whole.
+    unsafe {
+        let v = pg_sys::palloc(bytes.len() + pg_sys::VARHDRSZ) as *mut pg_sys::varlena;
+        pgrx::set_varsize_4b(v, (bytes.len() + pg_sys::VARHDRSZ) as i32);
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), pgrx::vardata_any(v) as *mut u8, bytes.len());
+        Datum::from(v)
     }
 }
 
