@@ -26,6 +26,9 @@ pub struct Layout {
     /// The GIN index on `alerts_keys(organisation_id, id,
     /// attribute_values)`, when the table has one.
     pub(super) keys_index: Option<Oid>,
+    /// A GIN index on `attribute_values` that answers the filter's jsonpath
+    /// (`@@`), when the table has one: the GIN rare path reads it in place.
+    pub(super) gin_index: Option<Oid>,
 }
 
 impl Layout {
@@ -93,7 +96,7 @@ pub unsafe fn indexes(relid: Oid) -> Indexes {
                 std::ffi::CStr::from_ptr(a.attname.data.as_ptr()).to_bytes() == name.as_bytes()
             }
         };
-        let mut keys_index = None;
+        let (mut keys_index, mut gin_index) = (None, None);
         for cell in crate::pg_list::cells(pg_sys::RelationGetIndexList(rel)) {
             let oid = cell.oid_value;
             let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as i32);
@@ -109,6 +112,9 @@ pub unsafe fn indexes(relid: Oid) -> Indexes {
                     && named(keys[1], "id")
                     && (0..2).all(|k| *(*index).rd_opfamily.add(k) == pg_sys::TEXT_BTREE_FAM_OID);
                 if let Some(cols) = cols {
+                    if gin_index.is_none() && am == pg_sys::GIN_AM_OID && keys[0] == cols.attrs {
+                        gin_index = answers_jsonpath(index).then_some(oid);
+                    }
                     // keys hash the tenant's bytes: where the tenant's
                     // collation finds other bytes equal ('ACME' = 'acme'
                     // case-insensitively), a lookup would miss their rows
@@ -132,7 +138,11 @@ pub unsafe fn indexes(relid: Oid) -> Indexes {
         }
         pg_sys::relation_close(rel, pg_sys::NoLock as i32);
         found.keys = keys_index.is_some();
-        found.direct = found.direct.map(|b| Layout { keys_index, ..b });
+        found.direct = found.direct.map(|b| Layout {
+            keys_index,
+            gin_index,
+            ..b
+        });
         found
     }
 }
@@ -156,6 +166,7 @@ unsafe fn walk_layout(index: pg_sys::Relation, oid: Oid, cols: Columns) -> Optio
                 bitmap_in_index: keys.iter().position(|&k| k == cols.bitmap),
                 cols,
                 keys_index: None,
+                gin_index: None,
             })
     }
 }
@@ -269,6 +280,24 @@ pub fn heap_table(form: &pg_sys::FormData_pg_class) -> bool {
     form.relkind == pg_sys::RELKIND_RELATION as std::ffi::c_char
         && form.relam == pg_sys::HEAP_TABLE_AM_OID
         && !form.relhassubclass
+}
+
+/// Whether GIN index `index`'s first column (a `jsonb` one) has jsonpath's
+/// `@@` in its operator class (`jsonb_ops` and `jsonb_path_ops` both do).
+///
+/// # Safety
+/// The index is open.
+unsafe fn answers_jsonpath(index: pg_sys::Relation) -> bool {
+    // SAFETY: as the caller's; a syscache lookup.
+    unsafe {
+        *(*index).rd_opcintype == pg_sys::JSONBOID
+            && pg_sys::get_opfamily_member(
+                *(*index).rd_opfamily,
+                pg_sys::JSONBOID,
+                pg_sys::JSONPATHOID,
+                pg_sys::JsonbJsonpathPredicateStrategyNumber as i16,
+            ) != pg_sys::InvalidOid
+    }
 }
 
 /// Whether `index` is a valid, non-partial GIN index on the extension's

@@ -103,7 +103,8 @@ unsafe fn rest_of_page(
             trace::rare_path(true);
             return;
         }
-        super::rare::gin_or_walk(call, walker, page, |path, want| {
+        let window = (lower, ascending(call).upper);
+        super::rare::gin_or_walk(call, walker, page, window, |path, want| {
             call.execute_nullable(
                 st.plan(Stmt::GinOldest),
                 &[

@@ -35,7 +35,8 @@ pub unsafe fn rest_of_page(
             trace::rare_path(true);
             return;
         }
-        gin_or_walk(call, walker, page, |path, want| {
+        let window = ((call.floor, false), Some(cursor));
+        gin_or_walk(call, walker, page, window, |path, want| {
             call.execute(
                 st.plan(Stmt::Gin),
                 &[call.org, call.floor, cursor, call.filter, want, path],
@@ -44,10 +45,12 @@ pub unsafe fn rest_of_page(
     }
 }
 
-/// The rest of a page without the keys index: one GIN statement (`gin`,
-/// given the filter's jsonpath and the rows wanted) when the table has a
-/// GIN index and the filter a jsonpath, else the rest of the walk from
-/// where the walker stands.
+/// The rest of a page without the keys index, when the table has a GIN
+/// index and the filter a jsonpath: the index read directly by the walker
+/// where it can, else one GIN statement (`gin`, given the filter's
+/// jsonpath and the rows wanted), both over `window` (above its lower
+/// bound, or at it when not strict; below its upper bound when there is
+/// one). Else the rest of the walk from where the walker stands.
 ///
 /// # Safety
 /// As [`rest_of_page`].
@@ -55,6 +58,7 @@ pub unsafe fn gin_or_walk(
     call: &Call,
     walker: &mut dyn Walk,
     page: &mut Page,
+    (lower, upper): ((Datum, bool), Option<Datum>),
     gin: impl FnOnce(Datum, Datum) -> *mut pgrx::pg_sys::SPITupleTable,
 ) {
     // SAFETY: as the caller's.
@@ -63,7 +67,9 @@ pub unsafe fn gin_or_walk(
             Some(path) if call.paths.gin => {
                 trace::rare_path(false);
                 let path = crate::datum::jsonpath_datum(path);
-                page.add_rare(gin(path, Datum::from(page.rare_want())));
+                if !walker.gin_range(path, lower, upper, page) {
+                    page.add_rare(gin(path, Datum::from(page.rare_want())));
+                }
             }
             _ => {
                 let walked = walker.chunk(page, None);

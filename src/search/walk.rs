@@ -223,6 +223,16 @@ impl Walk for StatementWalk<'_> {
         false
     }
 
+    unsafe fn gin_range(
+        &mut self,
+        _: Datum,
+        _: (Datum, bool),
+        _: Option<Datum>,
+        _: &mut Page,
+    ) -> bool {
+        false
+    }
+
     unsafe fn end_id(&mut self, upper: Datum, newest: bool) -> Option<Vec<u8>> {
         let c = self.call;
         let plan = if newest { self.newest } else { self.oldest };

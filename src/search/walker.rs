@@ -72,4 +72,19 @@ pub trait Walk {
         upper: Datum,
         page: &mut Page,
     ) -> bool;
+    /// The GIN path, read directly: the rows above `lower` (or at it when
+    /// not strict) and below `upper` (when there is one) that the GIN index
+    /// on the attributes finds for jsonpath `path`, checked exactly, in the
+    /// walk's order, as many as the page wants. False, having added
+    /// nothing, when this walker cannot (then the GIN statement answers).
+    ///
+    /// # Safety
+    /// As [`Walk::above`]; `path` is a jsonpath datum.
+    unsafe fn gin_range(
+        &mut self,
+        path: Datum,
+        lower: (Datum, bool),
+        upper: Option<Datum>,
+        page: &mut Page,
+    ) -> bool;
 }

@@ -1,6 +1,8 @@
-//! The direct walk's tenant-keys reader: one bitmap scan of the keys index
-//! for a range, the heap pages of the bitmap read as a bitmap heap scan
-//! reads them, every row checked (tenant, id bounds, filter) and the range's
+//! The direct walk's bitmap readers, for the rare paths: one bitmap scan of
+//! the tenant-keys index for a range, or of the GIN index on the
+//! attributes for the rest of the window (the filter's jsonpath, as the GIN
+//! statement asks it), the heap pages of the bitmap read as a bitmap heap
+//! scan reads them, every row checked (tenant, id bounds, filter) and the
 //! matches added in the walk's order.
 
 use pgrx::pg_sys::{self, Datum, Oid};
@@ -45,28 +47,35 @@ unsafe fn buffer_for(
 }
 
 impl IndexWalk<'_> {
-    /// The TIDs whose tenant keys overlap every array (one per clause),
-    /// from the keys index; None when its operator is missing.
-    pub(super) unsafe fn keys_bitmap(
+    /// The TIDs of GIN index `index` whose first column answers every
+    /// argument (one scan key each) by `strategy` of its operator class,
+    /// the right argument of type `right`; None when the operator class
+    /// has no such operator.
+    ///
+    /// # Safety
+    /// The walk's relations are open; the arguments are live datums.
+    unsafe fn gin_bitmap(
         &mut self,
-        keys_index: Oid,
-        arrays: &[Datum],
+        index: Oid,
+        strategy: u32,
+        right: Option<Oid>,
+        arguments: &[Datum],
     ) -> Option<*mut pg_sys::TIDBitmap> {
         // SAFETY: the index is opened and closed here.
         unsafe {
-            let index = pg_sys::index_open(keys_index, pg_sys::AccessShareLock as i32);
+            let index = pg_sys::index_open(index, pg_sys::AccessShareLock as i32);
             let family = *(*index).rd_opfamily;
             let ty = *(*index).rd_opcintype;
-            let op = pg_sys::get_opfamily_member(family, ty, ty, GIN_OVERLAP as i16);
+            let op = pg_sys::get_opfamily_member(family, ty, right.unwrap_or(ty), strategy as i16);
             if op == pg_sys::InvalidOid {
                 pg_sys::index_close(index, pg_sys::NoLock as i32);
                 return None;
             }
             let procedure = pg_sys::get_opcode(op);
             let mut keys: Vec<pg_sys::ScanKeyData> =
-                arrays.iter().map(|_| Default::default()).collect();
-            for (key, array) in keys.iter_mut().zip(arrays) {
-                pg_sys::ScanKeyInit(key, 1, GIN_OVERLAP as u16, procedure, *array);
+                arguments.iter().map(|_| Default::default()).collect();
+            for (key, argument) in keys.iter_mut().zip(arguments) {
+                pg_sys::ScanKeyInit(key, 1, strategy as u16, procedure, *argument);
                 key.sk_collation = *(*index).rd_indcollation;
             }
             let n = keys.len() as i32;
@@ -115,15 +124,22 @@ impl IndexWalk<'_> {
                 (Some(org), Some(id), Some(attrs)) => {
                     let id = bytes(id);
                     let above = compare(id, bytes(lower), l.id_collation);
-                    let matched = compare(bytes(org), tenant, l.org_collation).is_eq()
+                    // the tenant's row in the range that the bloom admits
+                    // is checked exactly (and counted, as the walk counts
+                    // its candidates); a GIN index's other tenants' rows
+                    // and rows outside the window are not
+                    let candidate = compare(bytes(org), tenant, l.org_collation).is_eq()
                         && (above.is_gt() || (above.is_eq() && !strict))
                         && upper.is_none_or(|u| compare(id, bytes(u), l.id_collation).is_lt())
                         && value(l.bitmap).is_none_or(|bm| {
                             self.filter.bloom_match_bytes(crate::datum::bitmap_arg(bm))
-                        })
+                        });
+                    let matched = candidate
                         && self.columns_match()
                         && crate::jsonb::exact_match_of(self.filter, attrs, self.whole);
-                    self.count(matched);
+                    if candidate {
+                        self.count(matched);
+                    }
                     matched.then(|| id.to_vec())
                 }
                 _ => None,
@@ -152,19 +168,67 @@ impl IndexWalk<'_> {
         let Some(keys_index) = self.layout.keys_index else {
             return false;
         };
-        // SAFETY: the keys index is opened, scanned and closed here; heap
-        // pages are read pinned and share-locked, as a bitmap heap scan
-        // reads them.
+        // SAFETY: as the caller's.
         unsafe {
-            let Some(tbm) = self.keys_bitmap(keys_index, arrays) else {
-                return false;
-            };
+            match self.gin_bitmap(keys_index, GIN_OVERLAP, None, arrays) {
+                Some(tbm) => self.bitmap_rows(tbm, lower, upper, page),
+                None => false,
+            }
+        }
+    }
+
+    /// The rest of the window from the GIN index on the attributes: the
+    /// rows whose attributes the index finds for jsonpath `path` (the
+    /// filter's, as the GIN statement asks `@@`), checked exactly, above
+    /// `lower` (or at it, not strict) and below `upper` when there is one,
+    /// in the walk's order, as many as the page wants; false, having added
+    /// nothing, when the table has no such index or the bitmap is lossy
+    /// (then the statement answers).
+    ///
+    /// # Safety
+    /// As [`Walk::gin_range`]; `path` is a live jsonpath datum.
+    pub unsafe fn gin_rows(
+        &mut self,
+        path: Datum,
+        lower: (Datum, bool),
+        upper: Option<Datum>,
+        page: &mut Page,
+    ) -> bool {
+        let Some(gin_index) = self.layout.gin_index else {
+            return false;
+        };
+        // SAFETY: as the caller's.
+        unsafe {
+            let strategy = pg_sys::JsonbJsonpathPredicateStrategyNumber;
+            match self.gin_bitmap(gin_index, strategy, Some(pg_sys::JSONPATHOID), &[path]) {
+                Some(tbm) => self.bitmap_rows(tbm, lower, upper, page),
+                None => false,
+            }
+        }
+    }
+
+    /// The rows of bitmap `tbm` (freed here) in the range, checked
+    /// exactly, in the walk's order, as many as the page wants; false,
+    /// having added nothing, when the bitmap is lossy.
+    ///
+    /// # Safety
+    /// The walk's relations are open; `tbm` holds TIDs of its heap.
+    unsafe fn bitmap_rows(
+        &mut self,
+        tbm: *mut pg_sys::TIDBitmap,
+        lower: (Datum, bool),
+        upper: Option<Datum>,
+        page: &mut Page,
+    ) -> bool {
+        // SAFETY: heap pages are read pinned and share-locked, as a bitmap
+        // heap scan reads them.
+        unsafe {
             // Matches in the range: their ids and the TIDs the index gave.
             let mut found: Vec<(Vec<u8>, pg_sys::ItemPointerData)> = Vec::new();
             let mut buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
             let exact = crate::compat::tbm_pages(tbm, &mut |block, offsets| {
                 let Some(offsets) = offsets else {
-                    return false; // lossy: the statement answers this range
+                    return false; // lossy: the statement answers
                 };
                 buffer = pg_sys::ReleaseAndReadBuffer(buffer, self.heap, block);
                 for &offset in offsets {

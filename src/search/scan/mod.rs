@@ -417,6 +417,17 @@ impl Walk for IndexWalk<'_> {
         unsafe { self.keys_rows(arrays, (floor, false), Some(upper), page) }
     }
 
+    unsafe fn gin_range(
+        &mut self,
+        path: Datum,
+        lower: (Datum, bool),
+        upper: Option<Datum>,
+        page: &mut Page,
+    ) -> bool {
+        // SAFETY: as the trait's.
+        unsafe { self.gin_rows(path, lower, upper, page) }
+    }
+
     unsafe fn end_id(&mut self, upper: Datum, newest: bool) -> Option<Vec<u8>> {
         // SAFETY: a second scan of the open relations, ended here; the walk's
         // own scan keeps its place.
