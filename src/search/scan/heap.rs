@@ -152,6 +152,17 @@ impl IndexWalk<'_> {
         unsafe {
             let mut free = false;
             let tuple = pg_sys::ExecFetchSlotHeapTuple(self.slot, false, &mut free);
+            self.add_heap_tuple(tuple, page);
+        }
+    }
+
+    /// Adds row `tuple` of `heap` to the page, as the rows' type.
+    ///
+    /// # Safety
+    /// `tuple` is a live heap tuple of `heap`.
+    pub(super) unsafe fn add_heap_tuple(&mut self, tuple: pg_sys::HeapTuple, page: &mut Page) {
+        // SAFETY: as the caller's.
+        unsafe {
             if self.rows_of == (*self.heap).rd_id {
                 page.add_tuple(tuple, (*self.heap).rd_att);
                 return;

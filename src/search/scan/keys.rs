@@ -223,8 +223,11 @@ impl IndexWalk<'_> {
         // SAFETY: heap pages are read pinned and share-locked, as a bitmap
         // heap scan reads them.
         unsafe {
-            // Matches in the range: their ids and the TIDs the index gave.
-            let mut found: Vec<(Vec<u8>, pg_sys::ItemPointerData)> = Vec::new();
+            // Matches in the range: their ids, the TIDs the index gave and,
+            // for as many as the page wants, a copy of the row (a rare
+            // path's matches usually all fit: none is fetched twice).
+            let want = page.rare_want().max(0) as usize;
+            let mut found: Vec<(Vec<u8>, pg_sys::ItemPointerData, pg_sys::HeapTuple)> = Vec::new();
             let mut buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
             let exact = crate::compat::tbm_pages(tbm, &mut |block, offsets| {
                 let Some(offsets) = offsets else {
@@ -235,7 +238,12 @@ impl IndexWalk<'_> {
                     pgrx::check_for_interrupts!();
                     let tid = item_pointer(block, offset);
                     if let Some(id) = self.range_match(buffer, tid, lower, upper) {
-                        found.push((id, tid));
+                        let copy = if found.len() < want {
+                            pg_sys::ExecCopySlotHeapTuple(self.slot)
+                        } else {
+                            std::ptr::null_mut()
+                        };
+                        found.push((id, tid, copy));
                     }
                 }
                 true
@@ -243,18 +251,25 @@ impl IndexWalk<'_> {
             pg_sys::tbm_free(tbm);
             if exact {
                 // In the walk's order (newest or oldest first), in the id
-                // column's collation; the page's rows fetched again (same
-                // snapshot, same versions).
+                // column's collation; a page's row without a copy fetched
+                // again (same snapshot, same version).
                 let collation = self.layout.cols.id_collation;
                 if self.ascending {
                     found.sort_by(|a, b| compare(&a.0, &b.0, collation));
                 } else {
                     found.sort_by(|a, b| compare(&b.0, &a.0, collation));
                 }
-                for (_, tid) in found.iter().take(page.rare_want().max(0) as usize) {
-                    if self.fetch(buffer_for(&mut buffer, self.heap, tid), *tid) {
+                for (_, tid, copy) in found.iter().take(want) {
+                    if !copy.is_null() {
+                        self.add_heap_tuple(*copy, page);
+                    } else if self.fetch(buffer_for(&mut buffer, self.heap, tid), *tid) {
                         self.add_slot(page);
                     }
+                }
+            }
+            for (_, _, copy) in found {
+                if !copy.is_null() {
+                    pg_sys::heap_freetuple(copy);
                 }
             }
             pg_sys::ExecClearTuple(self.slot);
