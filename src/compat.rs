@@ -191,9 +191,9 @@ pub unsafe fn pathkey_descending(pathkey: *const pg_sys::PathKey) -> bool {
     }
 }
 
-/// Whether ordering operator `op` is a btree `>` (sorts descending), with
-/// its operator family and input type. PostgreSQL 18 answers with a
-/// comparison type where 15 and 16 give the btree strategy number.
+/// Whether ordering operator `op` is a btree `>` (sorts descending).
+/// PostgreSQL 18 answers with a comparison type where 15 and 16 give the
+/// btree strategy number.
 ///
 /// # Safety
 /// In a transaction (reads the syscache).

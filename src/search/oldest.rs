@@ -29,7 +29,7 @@ use super::scan::IndexWalk;
 use super::spi::text_of;
 use super::statements::{Statements, Stmt};
 use super::trace::{self, Route};
-use super::walker::Walk;
+use super::walker::{Bitmap, Walk};
 
 /// A range's lower bound: ids above it, or at it too when not strict.
 type Lower = (Datum, bool);
@@ -173,7 +173,7 @@ unsafe fn by_keys(
                 .iter()
                 .map(|c| crate::keys::int8_array(&clause_keys(&tenant, start, end, c)))
                 .collect();
-            if !walker.keys_rows(&arrays, lower, range_upper, page) {
+            if !walker.read_bitmap(Bitmap::Keys(&arrays), lower, range_upper, page) {
                 // The keys index could not answer the range exactly (a
                 // lossy bitmap): the planner's statement reads it.
                 by_statement(st, call, lower, range_upper, page);

@@ -12,7 +12,7 @@ use super::page::Page;
 use super::spi::text_of;
 use super::statements::{Statements, Stmt};
 use super::trace;
-use super::walker::Walk;
+use super::walker::{Bitmap, Walk};
 
 /// Fills the rest of the page below `cursor` by the cheapest rare path the
 /// table offers; `weeks` is the first range the keys path reads. `walker`
@@ -67,7 +67,7 @@ pub unsafe fn gin_or_walk(
             Some(path) if call.paths.gin => {
                 trace::rare_path(false);
                 let path = crate::datum::jsonpath_datum(path);
-                if !walker.gin_range(path, lower, upper, page) {
+                if !walker.bitmap_range(Bitmap::Gin(path), lower, upper, page) {
                     page.add_rare(gin(path, Datum::from(page.rare_want())));
                 }
             }
@@ -149,7 +149,12 @@ unsafe fn by_keys(
                 .iter()
                 .map(|c| crate::keys::int8_array(&clause_keys(&tenant, start, end, c)))
                 .collect();
-            if !walker.keys_range(&arrays, range_floor, upper, page) {
+            if !walker.bitmap_range(
+                Bitmap::Keys(&arrays),
+                (range_floor, false),
+                Some(upper),
+                page,
+            ) {
                 let plan = st.plan(Stmt::Keys(arrays.len()));
                 let mut args = vec![
                     call.org,

@@ -22,7 +22,7 @@ use super::routes::{Key, Routes};
 use super::spi::first_id;
 use super::statements::{Statements, Stmt};
 use super::trace::{self, Route};
-use super::walker::{Walk, Walked};
+use super::walker::{Bitmap, Walk, Walked};
 use super::{probe, rare};
 
 /// Fills `page` with the call's matches, newest first.
@@ -219,13 +219,9 @@ impl Walk for StatementWalk<'_> {
         self.cursor
     }
 
-    unsafe fn keys_range(&mut self, _: &[Datum], _: Datum, _: Datum, _: &mut Page) -> bool {
-        false
-    }
-
-    unsafe fn gin_range(
+    unsafe fn bitmap_range(
         &mut self,
-        _: Datum,
+        _: Bitmap,
         _: (Datum, bool),
         _: Option<Datum>,
         _: &mut Page,

@@ -1,7 +1,8 @@
 //! The walkers behind one trait: what the page algorithms (`walk.rs`
 //! newest first, `oldest.rs` oldest first, `rare.rs` the rare paths) ask of
 //! whatever reads the window: chunks of the pagination index, the rows at
-//! or after '8', the ends of the window, ranges of the tenant-keys index.
+//! or after '8', the ends of the window, the rare paths' indexes read as
+//! bitmaps.
 //! Two implement it with the same answers: the direct scan (`scan/`) and
 //! the prepared statements (`walk.rs`'s `StatementWalk`).
 
@@ -57,34 +58,31 @@ pub trait Walk {
     /// # Safety
     /// As [`Walk::above`].
     unsafe fn end_id(&mut self, upper: Datum, newest: bool) -> Option<Vec<u8>>;
-    /// One range of the tenant-keys path, read directly: the rows of ids
-    /// in `[floor, upper)` whose keys overlap every array (one per
-    /// clause), checked exactly, newest first, as many as the page wants.
+    /// A rare path's index read directly as a bitmap (`bitmap`: which
+    /// index, and what it is asked): the rows above `lower` (or at it when
+    /// not strict) and below `upper` (when there is one) that it finds,
+    /// checked exactly, in the walk's order, as many as the page wants.
     /// False, having added nothing, when this walker cannot (then the
-    /// keys statement answers the range).
+    /// path's statement answers).
     ///
     /// # Safety
-    /// As [`Walk::above`]; the arrays are `int8[]` datums.
-    unsafe fn keys_range(
+    /// As [`Walk::above`]; the bitmap's datums are live.
+    unsafe fn bitmap_range(
         &mut self,
-        arrays: &[Datum],
-        floor: Datum,
-        upper: Datum,
-        page: &mut Page,
-    ) -> bool;
-    /// The GIN path, read directly: the rows above `lower` (or at it when
-    /// not strict) and below `upper` (when there is one) that the GIN index
-    /// on the attributes finds for jsonpath `path`, checked exactly, in the
-    /// walk's order, as many as the page wants. False, having added
-    /// nothing, when this walker cannot (then the GIN statement answers).
-    ///
-    /// # Safety
-    /// As [`Walk::above`]; `path` is a jsonpath datum.
-    unsafe fn gin_range(
-        &mut self,
-        path: Datum,
+        bitmap: Bitmap,
         lower: (Datum, bool),
         upper: Option<Datum>,
         page: &mut Page,
     ) -> bool;
+}
+
+/// The index a rare path reads as a bitmap, and what it asks of it.
+#[derive(Clone, Copy)]
+pub enum Bitmap<'a> {
+    /// The tenant-keys index: rows whose keys overlap every array (`int8[]`
+    /// datums, one per clause).
+    Keys(&'a [Datum]),
+    /// The GIN index on the attributes: rows its `@@` finds for the
+    /// filter's jsonpath (a `jsonpath` datum).
+    Gin(Datum),
 }

@@ -11,6 +11,7 @@ use super::heap::{deform_slot, slot_column};
 use super::IndexWalk;
 use crate::datum::text_cmp as compare;
 use crate::search::page::Page;
+use crate::search::walker::Bitmap;
 
 /// The strategy of `&&` in GIN's array operator classes.
 const GIN_OVERLAP: u32 = 1;
@@ -150,57 +151,38 @@ impl IndexWalk<'_> {
         }
     }
 
-    /// The rows of a range whose keys overlap every array (one per clause),
-    /// checked exactly, in the walk's order, as many as the page wants;
-    /// false, having added nothing, when the keys index cannot answer
-    /// (lossy bitmap, or no index or operator). The range is above `lower`
-    /// (or at it, not strict) and below `upper` when there is one.
+    /// The rows `bitmap` finds (the tenant-keys or the attributes' GIN
+    /// index, asked as the path's statement asks it), checked exactly,
+    /// above `lower` (or at it, not strict) and below `upper` when there
+    /// is one, in the walk's order, as many as the page wants; false,
+    /// having added nothing, when the index cannot answer (the table has
+    /// none, its operator class lacks the operator, or the bitmap is
+    /// lossy: then the statement answers).
     ///
     /// # Safety
-    /// As [`Walk::keys_range`].
-    pub unsafe fn keys_rows(
+    /// As [`Walk::bitmap_range`].
+    pub unsafe fn read_bitmap(
         &mut self,
-        arrays: &[Datum],
+        bitmap: Bitmap,
         lower: (Datum, bool),
         upper: Option<Datum>,
         page: &mut Page,
     ) -> bool {
-        let Some(keys_index) = self.layout.keys_index else {
+        let (index, strategy, right, arguments) = match &bitmap {
+            Bitmap::Keys(arrays) => (self.layout.keys_index, GIN_OVERLAP, None, *arrays),
+            Bitmap::Gin(path) => (
+                self.layout.gin_index,
+                pg_sys::JsonbJsonpathPredicateStrategyNumber,
+                Some(pg_sys::JSONPATHOID),
+                std::slice::from_ref(path),
+            ),
+        };
+        let Some(index) = index else {
             return false;
         };
         // SAFETY: as the caller's.
         unsafe {
-            match self.gin_bitmap(keys_index, GIN_OVERLAP, None, arrays) {
-                Some(tbm) => self.bitmap_rows(tbm, lower, upper, page),
-                None => false,
-            }
-        }
-    }
-
-    /// The rest of the window from the GIN index on the attributes: the
-    /// rows whose attributes the index finds for jsonpath `path` (the
-    /// filter's, as the GIN statement asks `@@`), checked exactly, above
-    /// `lower` (or at it, not strict) and below `upper` when there is one,
-    /// in the walk's order, as many as the page wants; false, having added
-    /// nothing, when the table has no such index or the bitmap is lossy
-    /// (then the statement answers).
-    ///
-    /// # Safety
-    /// As [`Walk::gin_range`]; `path` is a live jsonpath datum.
-    pub unsafe fn gin_rows(
-        &mut self,
-        path: Datum,
-        lower: (Datum, bool),
-        upper: Option<Datum>,
-        page: &mut Page,
-    ) -> bool {
-        let Some(gin_index) = self.layout.gin_index else {
-            return false;
-        };
-        // SAFETY: as the caller's.
-        unsafe {
-            let strategy = pg_sys::JsonbJsonpathPredicateStrategyNumber;
-            match self.gin_bitmap(gin_index, strategy, Some(pg_sys::JSONPATHOID), &[path]) {
+            match self.gin_bitmap(index, strategy, right, arguments) {
                 Some(tbm) => self.bitmap_rows(tbm, lower, upper, page),
                 None => false,
             }

@@ -36,7 +36,7 @@ use super::layout::Layout;
 use super::page::Page;
 use super::spi::{cstr_owned, text_of};
 use super::trace;
-use super::walker::{Walk, Walked};
+use super::walker::{Bitmap, Walk, Walked};
 use crate::columns::Columns;
 use crate::datum::text_cmp as compare;
 
@@ -406,26 +406,15 @@ impl Walk for IndexWalk<'_> {
         (!self.smallest.is_empty()).then(|| text_of(&self.smallest))
     }
 
-    unsafe fn keys_range(
+    unsafe fn bitmap_range(
         &mut self,
-        arrays: &[Datum],
-        floor: Datum,
-        upper: Datum,
-        page: &mut Page,
-    ) -> bool {
-        // SAFETY: as the trait's.
-        unsafe { self.keys_rows(arrays, (floor, false), Some(upper), page) }
-    }
-
-    unsafe fn gin_range(
-        &mut self,
-        path: Datum,
+        bitmap: Bitmap,
         lower: (Datum, bool),
         upper: Option<Datum>,
         page: &mut Page,
     ) -> bool {
         // SAFETY: as the trait's.
-        unsafe { self.gin_rows(path, lower, upper, page) }
+        unsafe { self.read_bitmap(bitmap, lower, upper, page) }
     }
 
     unsafe fn end_id(&mut self, upper: Datum, newest: bool) -> Option<Vec<u8>> {
