@@ -7,7 +7,7 @@ use alerts_core::walk::RarePaths;
 use alerts_core::Filter;
 use pgrx::pg_sys::{self, Datum};
 
-use super::spi;
+use super::{spi, trace};
 
 /// A page read oldest first (`ORDER BY id ASC`, from the custom scan):
 /// the window is `[floor, upper)` (no upper bound when None), read from
@@ -76,6 +76,7 @@ impl Call<'_> {
     ) -> *mut pg_sys::SPITupleTable {
         let mut all = args.to_vec();
         all.push(self.columns);
+        trace::statement();
         // SAFETY: as the caller's.
         unsafe { spi::execute_nullable(plan, &all) }
     }

@@ -1,20 +1,20 @@
 //! The session's route memory: (tenant, filter, column filter) triples a
 //! walk found rare, and when. For [`TTL`] their calls go to the rare path
-//! without walking first. Only ever a shortcut to an exact path whatever
-//! the window, so a stale entry costs time, never rows.
+//! without walking first, until an answer costs more than a rare filter's
+//! should (`alerts_core::walk::forget_route`). Only ever a shortcut to an
+//! exact path whatever the window, so a stale entry costs time, never rows.
 //! `alerts.search_shortcuts = off` turns it off.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
+
+use alerts_core::walk::{forget_route, RareCost};
 
 use pgrx::pg_sys::Datum;
 
 /// How long a (tenant, filter) a walk found rare goes straight to the rare
 /// path.
 const TTL: Duration = Duration::from_secs(10);
-/// A rare-path answer slower than this ends the shortcut: the filter may no
-/// longer be rare for the tenant, and the next call walks first again.
-const SLOW: Duration = Duration::from_millis(5);
 /// Bound on the pairs remembered per table and session (cleared when full).
 const MAX: usize = 10_000;
 
@@ -61,9 +61,10 @@ impl Routes {
         self.found.insert(key, (Instant::now(), weeks));
     }
 
-    /// A shortcut's answer took `elapsed`: a slow one forgets the pair.
-    pub fn answered(&mut self, key: &Key, elapsed: Duration) {
-        if elapsed > SLOW {
+    /// A shortcut's answer cost `cost`: one too costly for a rare filter
+    /// forgets the pair, and the next call walks first again.
+    pub fn answered(&mut self, key: &Key, cost: RareCost) {
+        if forget_route(cost) {
             self.found.remove(key);
         }
     }

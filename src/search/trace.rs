@@ -66,6 +66,11 @@ pub struct Trace {
     /// The last walk left for a rare path: its matches and entries read
     /// when it left.
     pub left_after: Option<(i64, i64)>,
+    /// Heap rows the in-place bitmap readers fetched, any tenant's (what a
+    /// rare path's answer cost, for the route memory).
+    pub fetched: u64,
+    /// Statements run by the rare paths and statement walks.
+    pub statements: u64,
 }
 
 /// The counters, and the route of the page being answered (a slot of the
@@ -90,6 +95,21 @@ fn update(f: impl FnOnce(&mut Trace)) {
 /// Returns the counters and starts them again.
 pub fn take() -> Trace {
     state().trace.replace(Trace::default())
+}
+
+/// The counters so far, kept running.
+pub fn now() -> Trace {
+    state().trace.get()
+}
+
+/// Heap rows an in-place bitmap reader fetched.
+pub fn fetched(rows: u64) {
+    update(|t| t.fetched += rows);
+}
+
+/// A statement ran.
+pub fn statement() {
+    update(|t| t.statements += 1);
 }
 
 /// Index entries read by a walk.

@@ -13,7 +13,9 @@
 //! of `statements.rs` (views, and tables read under row-level security or
 //! column grants).
 
-use alerts_core::walk::{first_chunk, leave_walk, next_chunk, remember_after_window, FIRST_WEEKS};
+use alerts_core::walk::{
+    first_chunk, leave_walk, next_chunk, remember_after_window, RareCost, FIRST_WEEKS,
+};
 use pgrx::pg_sys::{self, Datum};
 
 use super::call::Call;
@@ -59,9 +61,17 @@ pub unsafe fn fill(
         if let (Some(key), Some(weeks)) = (&route, fresh) {
             // Walked recently and found rare: straight to the rare path.
             trace::page_starts(Route::RememberedKeys);
-            let started = std::time::Instant::now();
+            let (before, started) = (trace::now(), std::time::Instant::now());
             rare::rest_of_page(st, call, walker, call.before, page, weeks);
-            routes.answered(key, started.elapsed());
+            let after = trace::now();
+            routes.answered(
+                key,
+                RareCost {
+                    fetched: after.fetched.wrapping_sub(before.fetched),
+                    statements: after.statements != before.statements,
+                    micros: started.elapsed().as_micros() as u64,
+                },
+            );
             return;
         }
         chunks(st, routes, route, call, walker, page);

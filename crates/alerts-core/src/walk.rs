@@ -88,6 +88,33 @@ pub fn remember_after_window(paths: RarePaths, hits: i64, entries: i64) -> bool 
     }
 }
 
+/// A remembered route whose readers fetched more heap rows than this for
+/// one page (any tenant's, as a bitmap gives them) ends: the filter may no
+/// longer be rare for the tenant. About 5 ms of fetches and exact checks.
+pub const FORGET_ROWS: u64 = 5_000;
+/// The same for an answer that ran statements, whose rows read are not
+/// counted: its time.
+pub const FORGET_MICROS: u64 = 5_000;
+
+/// What a remembered route's answer cost: the heap rows its in-place
+/// readers fetched, whether any statement answered part of it, and its
+/// time in microseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RareCost {
+    pub fetched: u64,
+    pub statements: bool,
+    pub micros: u64,
+}
+
+/// Whether a remembered route's answer says the next calls should walk
+/// first again. By the rows it fetched, a count the same whatever the
+/// machine's load (a backend waiting for the CPU is not a filter grown
+/// frequent); by time only where statements answered and there is no
+/// count.
+pub fn forget_route(cost: RareCost) -> bool {
+    cost.fetched > FORGET_ROWS || (cost.statements && cost.micros > FORGET_MICROS)
+}
+
 /// The next range of weeks the keys path reads, newest first, between the
 /// window's oldest week `lo` and `hi` (inclusive), `span` weeks long: its
 /// first week.
@@ -177,6 +204,23 @@ impl WeekRanges {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_route_is_forgotten_by_rows_read_in_place_by_time_only_for_statements() {
+        let cost = |fetched, statements, micros| RareCost {
+            fetched,
+            statements,
+            micros,
+        };
+        // in place: a slow answer that read few rows was the machine's load
+        assert!(!forget_route(cost(120, false, 60_000)));
+        assert!(!forget_route(cost(FORGET_ROWS, false, 0)));
+        assert!(forget_route(cost(FORGET_ROWS + 1, false, 0)));
+        // statements: their time decides, their rows cannot be counted
+        assert!(!forget_route(cost(0, true, FORGET_MICROS)));
+        assert!(forget_route(cost(0, true, FORGET_MICROS + 1)));
+        assert!(forget_route(cost(FORGET_ROWS + 1, true, 10)));
+    }
 
     const KEYS: RarePaths = RarePaths {
         keys: true,

@@ -11,6 +11,7 @@ use super::heap::{deform_slot, slot_column};
 use super::IndexWalk;
 use crate::datum::text_cmp as compare;
 use crate::search::page::Page;
+use crate::search::trace;
 use crate::search::walker::Bitmap;
 
 /// The strategy of `&&` in GIN's array operator classes.
@@ -211,10 +212,12 @@ impl IndexWalk<'_> {
             let want = page.rare_want().max(0) as usize;
             let mut found: Vec<(Vec<u8>, pg_sys::ItemPointerData, pg_sys::HeapTuple)> = Vec::new();
             let mut buffer = pg_sys::InvalidBuffer as pg_sys::Buffer;
+            let mut fetched = 0;
             let exact = crate::compat::tbm_pages(tbm, &mut |block, offsets| {
                 let Some(offsets) = offsets else {
                     return false; // lossy: the statement answers
                 };
+                fetched += offsets.len() as u64;
                 buffer = pg_sys::ReleaseAndReadBuffer(buffer, self.heap, block);
                 for &offset in offsets {
                     pgrx::check_for_interrupts!();
@@ -231,6 +234,7 @@ impl IndexWalk<'_> {
                 true
             });
             pg_sys::tbm_free(tbm);
+            trace::fetched(fetched);
             if exact {
                 // In the walk's order (newest or oldest first), in the id
                 // column's collation; a page's row without a copy fetched
