@@ -13,6 +13,7 @@
 //! of `statements.rs` (views, and tables read under row-level security or
 //! column grants).
 
+use alerts_core::ulid;
 use alerts_core::walk::{
     first_chunk, leave_walk, next_chunk, remember_after_window, RareCost, FIRST_WEEKS,
 };
@@ -48,7 +49,15 @@ pub unsafe fn fill(
         } else {
             None
         };
-        let fresh = route.as_ref().and_then(|key| routes.fresh(key));
+        // What a walk found rare was a window of ULIDs: the ids below
+        // the ULID range, which the custom scan reads as a window of their
+        // own (usually none: one descent), are walked; a rare path there
+        // would read the whole GIN bitmap again for nothing.
+        let ulids = crate::datum::varlena_bytes(call.before) > &ulid::floor(0)[..];
+        let fresh = route
+            .as_ref()
+            .filter(|_| ulids)
+            .and_then(|key| routes.fresh(key));
         if call.first_page && (fresh.is_some() || !walker.reads_above_first()) {
             // Ids at or after '8' (not ULIDs: other schemes, lowercase
             // hex...) come first in the index; usually there are none and
