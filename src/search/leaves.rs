@@ -62,8 +62,9 @@ pub unsafe fn fill<'a>(parent: Oid, args: &'a Args<'a>, page: &mut Page) -> bool
         let found = partitions::leaves(parent, (args.org, args.floor, args.before), args.pinned);
         // every leaf first: the call reads all of them directly, or none
         let mut leaves = Vec::new();
-        for leaf in found.oids {
-            match prepare(leaf, parent, args) {
+        for (i, &leaf) in found.oids.iter().enumerate() {
+            let upper = found.uppers.get(i).and_then(Option::as_deref);
+            match prepare(leaf, parent, args, upper) {
                 Some(l) => leaves.push(l),
                 None => return false,
             }
@@ -180,11 +181,19 @@ unsafe fn merged<'a>(mut leaves: Vec<Leaf<'a>>, args: &'a Args<'a>, parent: Oid,
 
 /// Leaf `leaf` of `parent` checked and its caches read for the call, with
 /// its statements (prepared on first use); None when it cannot be walked
-/// directly.
+/// directly. A leaf of an id range whose `upper` bound is below the
+/// call's cursor (a first page's '8') is walked from that bound down, as
+/// a next page is: it holds no id at or after it, so there are none to
+/// look for at the top, and the rare paths' weeks start at its week.
 ///
 /// # Safety
 /// As [`fill`].
-unsafe fn prepare<'a>(leaf: Oid, parent: Oid, args: &Args<'a>) -> Option<Leaf<'a>> {
+unsafe fn prepare<'a>(
+    leaf: Oid,
+    parent: Oid,
+    args: &Args<'a>,
+    upper: Option<&[u8]>,
+) -> Option<Leaf<'a>> {
     // SAFETY: as the caller's; the leaf is locked first.
     unsafe {
         if pg_sys::get_rel_relkind(leaf) != pg_sys::RELKIND_RELATION as std::ffi::c_char {
@@ -201,10 +210,18 @@ unsafe fn prepare<'a>(leaf: Oid, parent: Oid, args: &Args<'a>) -> Option<Leaf<'a
         let mut table = session::table(leaf, parent);
         let indexes = table.value.as_mut()?.statements.indexes.get(leaf);
         let layout = indexes.direct.filter(|_| indexes.page)?;
+        let mut call = args.call(&indexes);
+        if let Some(upper) = upper.filter(|_| call.ascending.is_none()) {
+            let before = crate::datum::varlena_bytes(call.before);
+            if text_cmp(upper, before, layout.cols.id_collation).is_lt() {
+                call.before = crate::datum::text_of(upper);
+                call.first_page = false;
+            }
+        }
         Some(Leaf {
             oid: leaf,
             table,
-            call: args.call(&indexes),
+            call,
             layout,
             walk: None,
             newest: Vec::new(),

@@ -178,6 +178,7 @@ pub unsafe fn leaves(
     unsafe {
         pg_sys::AcceptInvalidationMessages();
         let mut found = Vec::new();
+        let mut uppers = Vec::new();
         let mut by_id = false;
         let mut parents = vec![relid];
         while let Some(parent) = parents.pop() {
@@ -188,12 +189,12 @@ pub unsafe fn leaves(
             if parent == relid {
                 // One level of id ranges and no default partition: the
                 // descriptor lists the partitions in their bounds' order.
-                by_id = meets.as_ref().is_some_and(|(_, ranges)| *ranges)
+                by_id = meets.as_ref().is_some_and(|(_, ranges, _)| *ranges)
                     && (*(*desc).boundinfo).default_index < 0
                     && (0..n).all(|i| *(*desc).is_leaf.add(i));
             }
             for i in 0..n {
-                if meets.as_ref().is_some_and(|(m, _)| !m[i]) {
+                if meets.as_ref().is_some_and(|(m, _, _)| !m[i]) {
                     continue;
                 }
                 let oid = *(*desc).oids.add(i);
@@ -202,6 +203,13 @@ pub unsafe fn leaves(
                 }
                 if *(*desc).is_leaf.add(i) {
                     found.push(oid);
+                    uppers.push(if parent == relid {
+                        meets
+                            .as_ref()
+                            .and_then(|(_, _, u)| u.get(i).cloned().flatten())
+                    } else {
+                        None
+                    });
                 } else {
                     parents.push(oid);
                 }
@@ -210,8 +218,15 @@ pub unsafe fn leaves(
         }
         if by_id {
             found.reverse();
+            uppers.reverse();
+        } else {
+            uppers.clear();
         }
-        Leaves { oids: found, by_id }
+        Leaves {
+            oids: found,
+            by_id,
+            uppers,
+        }
     }
 }
 
@@ -222,13 +237,17 @@ pub struct Leaves {
     /// range first (one level partitioned by range on `id`, without a
     /// default partition).
     pub by_id: bool,
+    /// When `by_id`, each leaf's upper bound (None for `MAXVALUE`): its
+    /// ids are below it. Empty otherwise.
+    pub uppers: Vec<Option<Vec<u8>>>,
 }
 
 /// Which partitions of `rel` may hold the call's rows, by partition
 /// index: partitioned by range on `id` in text's own order and `id`'s
-/// collation, those whose bounds meet `[floor, before)` (and true); by
-/// hash of `organisation_id` (text), the tenant's (and false); None when
-/// the key says nothing of either.
+/// collation, those whose bounds meet `[floor, before)` (and true, and
+/// each one's upper bound, None for `MAXVALUE`); by hash of
+/// `organisation_id` (text), the tenant's (and false, no bounds); None
+/// when the key says nothing of either.
 ///
 /// # Safety
 /// `rel` is an open partitioned table and `desc` its partition descriptor.
@@ -236,7 +255,7 @@ unsafe fn in_window(
     rel: pg_sys::Relation,
     desc: pg_sys::PartitionDesc,
     (org, floor, before): (Datum, Datum, Option<Datum>),
-) -> Option<(Vec<bool>, bool)> {
+) -> Option<(Vec<bool>, bool, Vec<Option<Vec<u8>>>)> {
     // SAFETY: as the caller's; every array is read within its length.
     unsafe {
         let bounds = (*desc).boundinfo;
@@ -259,7 +278,7 @@ unsafe fn in_window(
                 if let Ok(p) = usize::try_from(*(*bounds).indexes.add(i)) {
                     meets[p] = true;
                 }
-                return Some((meets, false));
+                return Some((meets, false, Vec::new()));
             }
             (KeyUse::Ids { collation }, b'r') => collation,
             _ => return None,
@@ -272,6 +291,7 @@ unsafe fn in_window(
             (kind == pg_sys::PartitionRangeDatumKind::PARTITION_RANGE_DATUM_VALUE)
                 .then(|| varlena_bytes(*(*(*bounds).datums.add(j))))
         };
+        let mut uppers = vec![None; meets.len()];
         if let Ok(d) = usize::try_from((*bounds).default_index) {
             meets[d] = true;
         }
@@ -287,8 +307,9 @@ unsafe fn in_window(
                     .zip(bound(j - 1))
                     .is_some_and(|(b, lo)| text_cmp(lo, b, collation).is_ge());
             meets[p] = !below_floor && !above_window;
+            uppers[p] = bound(j).map(<[u8]>::to_vec);
         }
-        Some((meets, true))
+        Some((meets, true, uppers))
     }
 }
 
