@@ -239,8 +239,11 @@ pub struct Leaves {
     pub by_id: bool,
     /// When `by_id`, each leaf's upper bound (None for `MAXVALUE`): its
     /// ids are below it. Empty otherwise.
-    pub uppers: Vec<Option<Vec<u8>>>,
+    pub uppers: Vec<UpperBound>,
 }
+
+/// A range partition's upper bound: None for `MAXVALUE`.
+pub type UpperBound = Option<Vec<u8>>;
 
 /// Which partitions of `rel` may hold the call's rows, by partition
 /// index: partitioned by range on `id` in text's own order and `id`'s
@@ -255,7 +258,7 @@ unsafe fn in_window(
     rel: pg_sys::Relation,
     desc: pg_sys::PartitionDesc,
     (org, floor, before): (Datum, Datum, Option<Datum>),
-) -> Option<(Vec<bool>, bool, Vec<Option<Vec<u8>>>)> {
+) -> Option<(Vec<bool>, bool, Vec<UpperBound>)> {
     // SAFETY: as the caller's; every array is read within its length.
     unsafe {
         let bounds = (*desc).boundinfo;
