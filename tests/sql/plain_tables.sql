@@ -287,7 +287,7 @@ DECLARE
 BEGIN
     EXECUTE format('EXPLAIN (ANALYZE, FORMAT JSON, COSTS OFF, TIMING OFF) SELECT id FROM fr WHERE organisation_id = %L AND attribute_values @> %L ORDER BY id DESC LIMIT 10',
                    'ORG_C', jsonb_build_object('crowd', v)) INTO plan;
-    RETURN format('%s row(s): %s', plan -> 0 -> 'Plan' ->> 'Actual Rows', jsonb_path_query_first(plan, '$.**."Routes Taken"') #>> '{}');
+    RETURN format('%s row(s): %s', (plan -> 0 -> 'Plan' ->> 'Actual Rows')::numeric::int, jsonb_path_query_first(plan, '$.**."Routes Taken"') #>> '{}');
 END $$;
 SELECT v, call, fr_route(v) AS routes FROM unnest(ARRAY['many', 'few']) v, generate_series(1, 4) call ORDER BY v, call;
 DROP TABLE fr;
