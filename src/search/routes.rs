@@ -1,9 +1,11 @@
 //! The session's route memory: (tenant, filter, column filter) triples a
 //! walk found rare, and when. For [`TTL`] their calls go to the rare path
 //! without walking first, until an answer costs more than a rare filter's
-//! should (`alerts_core::walk::forget_route`). Only ever a shortcut to an
-//! exact path whatever the window, so a stale entry costs time, never rows.
-//! `alerts.search_shortcuts = off` turns it off.
+//! should (`alerts_core::walk::forget_route`). Such an answer is kept
+//! instead, for as long: the walks of those calls leave for a rare path
+//! only once they have cost as much (`leave_despite_cost`). Only ever a
+//! choice between exact paths whatever the window, so a stale entry costs
+//! time, never rows. `alerts.search_shortcuts = off` turns it off.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -13,7 +15,7 @@ use alerts_core::walk::{forget_route, RareCost};
 use pgrx::pg_sys::Datum;
 
 /// How long a (tenant, filter) a walk found rare goes straight to the rare
-/// path.
+/// path, and how long a rare path's costly answer is kept.
 const TTL: Duration = Duration::from_secs(10);
 /// Bound on the pairs remembered per table and session (cleared when full).
 const MAX: usize = 10_000;
@@ -21,10 +23,18 @@ const MAX: usize = 10_000;
 /// The key of a (tenant, filter, column filter): their raw bytes.
 pub type Key = (Vec<u8>, Vec<u8>, Option<Vec<u8>>);
 
+/// What the session knows of a pair.
+#[derive(Clone, Copy)]
+enum Found {
+    /// A walk found it rare: the weeks the keys path reads first.
+    Rare(u64),
+    /// A rare path's answer cost this many heap rows, too many.
+    Costly(u64),
+}
+
 #[derive(Default)]
 pub struct Routes {
-    /// When the pair was found rare, and the weeks the keys path reads first.
-    found: HashMap<Key, (Instant, u64)>,
+    found: HashMap<Key, (Instant, Found)>,
 }
 
 impl Routes {
@@ -45,27 +55,53 @@ impl Routes {
         })
     }
 
-    /// The first weeks to read, if the pair was found rare less than
-    /// [`TTL`] ago.
-    pub fn fresh(&self, key: &Key) -> Option<u64> {
+    fn get(&self, key: &Key) -> Option<Found> {
         self.found
             .get(key)
             .filter(|(t, _)| t.elapsed() < TTL)
-            .map(|&(_, weeks)| weeks)
+            .map(|&(_, found)| found)
     }
 
+    /// The first weeks to read, if the pair was found rare less than
+    /// [`TTL`] ago.
+    pub fn fresh(&self, key: &Key) -> Option<u64> {
+        match self.get(key)? {
+            Found::Rare(weeks) => Some(weeks),
+            Found::Costly(_) => None,
+        }
+    }
+
+    /// The heap rows a rare path's answer for the pair cost, if that was
+    /// too many less than [`TTL`] ago.
+    pub fn costly(&self, key: &Key) -> Option<u64> {
+        match self.get(key)? {
+            Found::Costly(rows) => Some(rows),
+            Found::Rare(_) => None,
+        }
+    }
+
+    /// The pair found rare, unless a rare path's answer for it was costly
+    /// lately.
     pub fn remember(&mut self, key: Key, weeks: u64) {
+        if self.costly(&key).is_some() {
+            return;
+        }
         if self.found.len() >= MAX {
             self.found.clear();
         }
-        self.found.insert(key, (Instant::now(), weeks));
+        self.found.insert(key, (Instant::now(), Found::Rare(weeks)));
     }
 
-    /// A shortcut's answer cost `cost`: one too costly for a rare filter
-    /// forgets the pair, and the next call walks first again.
-    pub fn answered(&mut self, key: &Key, cost: RareCost) {
+    /// A rare path's answer for the pair cost `cost`: one too costly for a
+    /// rare filter is kept in place of the route, and the next calls walk
+    /// first again.
+    pub fn answered(&mut self, key: Key, cost: RareCost) {
         if forget_route(cost) {
-            self.found.remove(key);
+            if self.found.len() >= MAX {
+                self.found.clear();
+            }
+            self.found
+                .insert(key, (Instant::now(), Found::Costly(cost.rows())));
         }
     }
 }

@@ -15,7 +15,8 @@
 
 use alerts_core::ulid;
 use alerts_core::walk::{
-    first_chunk, leave_walk, next_chunk, remember_after_window, RareCost, FIRST_WEEKS,
+    first_chunk, leave_despite_cost, leave_walk, next_chunk, remember_after_window, RareCost,
+    FIRST_WEEKS,
 };
 use pgrx::pg_sys::{self, Datum};
 
@@ -67,24 +68,44 @@ pub unsafe fn fill(
                 return;
             }
         }
-        if let (Some(key), Some(weeks)) = (&route, fresh) {
+        if let (Some(key), Some(weeks)) = (route.clone(), fresh) {
             // Walked recently and found rare: straight to the rare path.
             trace::page_starts(Route::RememberedKeys);
-            let (before, started) = (trace::now(), std::time::Instant::now());
-            rare::rest_of_page(st, call, walker, call.before, page, weeks);
-            let after = trace::now();
-            routes.answered(
-                key,
-                RareCost {
-                    fetched: after.fetched.wrapping_sub(before.fetched),
-                    statements: after.statements != before.statements,
-                    micros: started.elapsed().as_micros() as u64,
-                },
-            );
+            rest_of_page(st, routes, key, call, walker, call.before, page, weeks);
             return;
         }
         chunks(st, routes, route, call, walker, page);
     }
+}
+
+/// The rare path for the rest of the page below `cursor`
+/// (`rare::rest_of_page`), its cost told to the route memory.
+///
+/// # Safety
+/// As [`fill`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn rest_of_page(
+    st: &mut Statements,
+    routes: &mut Routes,
+    key: Key,
+    call: &Call,
+    walker: &mut dyn Walk,
+    cursor: Datum,
+    page: &mut Page,
+    weeks: u64,
+) {
+    let (before, started) = (trace::now(), std::time::Instant::now());
+    // SAFETY: as the caller's.
+    unsafe { rare::rest_of_page(st, call, walker, cursor, page, weeks) };
+    let after = trace::now();
+    routes.answered(
+        key,
+        RareCost {
+            fetched: after.fetched.wrapping_sub(before.fetched),
+            statements: after.statements != before.statements,
+            micros: started.elapsed().as_micros() as u64,
+        },
+    );
 }
 
 /// The chunked walk from the call's cursor down.
@@ -99,12 +120,17 @@ unsafe fn chunks(
     let mut chunk = first_chunk(page.size());
     let mut first = true;
     let mut collected: i64 = 0;
+    let mut entries: i64 = 0;
+    // a rare path's answer for the pair cost too much lately: leave for
+    // one only once the walk has cost as much
+    let costly = route.as_ref().and_then(|key| routes.costly(key));
     // SAFETY: as the caller's.
     unsafe {
         loop {
             let want = page.want;
             let walked = walker.chunk(page, Some(chunk));
             trace::walked(walked.entries);
+            entries = entries.saturating_add(walked.entries);
             if page.is_full() {
                 return;
             }
@@ -119,17 +145,22 @@ unsafe fn chunks(
                 }
                 return;
             }
-            if let Some(weeks) = leave_walk(call.paths, walked.hits, chunk, walked.span_ms, want) {
+            let leave = leave_walk(call.paths, walked.hits, chunk, walked.span_ms, want)
+                .filter(|_| costly.is_none_or(|rows| leave_despite_cost(entries, rows)));
+            if let Some(weeks) = leave {
                 // The rare path answers the rest of the page below where the
                 // walk stopped.
                 trace::left_walk(collected + walked.hits, walked.entries);
-                if first {
-                    if let Some(key) = route {
-                        routes.remember(key, weeks);
-                    }
-                }
                 let cursor = walker.cursor().unwrap_or(call.before);
-                rare::rest_of_page(st, call, walker, cursor, page, weeks);
+                match route {
+                    Some(key) => {
+                        if first {
+                            routes.remember(key.clone(), weeks);
+                        }
+                        rest_of_page(st, routes, key, call, walker, cursor, page, weeks);
+                    }
+                    None => rare::rest_of_page(st, call, walker, cursor, page, weeks),
+                }
                 return;
             }
             collected += walked.hits;

@@ -265,10 +265,13 @@ RESET alerts.custom_scan_partitioned;
 
 -- A remembered route ends when an answer fetches more than 5,000 heap rows
 -- (a count, the same on a busy machine): here GIN's bitmap for a value
--- another tenant has 6,000 times, so each call after a remembered one walks
--- first again. A value with 100 such rows keeps its route. The ids below
--- the ULID range (a window of their own, no bound on id) are walked, not
--- sent to the remembered route.
+-- another tenant has 6,000 times. That answer is kept for as long as a
+-- route: the next calls walk, and leave the walk for a rare path only
+-- once it has cost as much (here never: the tenant's window is shorter),
+-- where they used to find the value rare again and pay GIN every other
+-- call. A value with 100 such rows keeps its route. The ids below the
+-- ULID range (a window of their own, no bound on id) are walked, not sent
+-- to the remembered route.
 CREATE TABLE fr (LIKE alerts INCLUDING DEFAULTS, PRIMARY KEY (id));
 INSERT INTO fr SELECT * FROM alerts WHERE organisation_id = 'ORG_C';
 INSERT INTO fr (id, organisation_id, created_at, priority_id, attribute_values)

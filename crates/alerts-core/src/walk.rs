@@ -106,6 +106,32 @@ pub struct RareCost {
     pub micros: u64,
 }
 
+impl RareCost {
+    /// The answer's cost in heap rows: those fetched, and where statements
+    /// answered (their rows not counted) one a microsecond.
+    pub fn rows(self) -> u64 {
+        if self.statements {
+            self.fetched.max(self.micros)
+        } else {
+            self.fetched
+        }
+    }
+}
+
+/// A heap row a rare path fetches and checks costs about as much as this
+/// many index entries walked (about 1 µs against 0.1 µs, in place).
+pub const ENTRIES_PER_ROW: u64 = 10;
+
+/// A rare path that answered this tenant and filter lately cost `rows`
+/// ([`forget_route`] said too much): the walk leaves for it again only
+/// once it has read `walked` entries that cost as much. Without this, a
+/// value rare for the tenant but common in the table (GIN reads every
+/// tenant's rows) sent every other call to GIN: the walk found it rare,
+/// GIN's answer forgot the route, the next walk found it rare again.
+pub fn leave_despite_cost(walked: i64, rows: u64) -> bool {
+    walked.max(0) as u64 >= rows.saturating_mul(ENTRIES_PER_ROW)
+}
+
 /// Whether a remembered route's answer says the next calls should walk
 /// first again. By the rows it fetched, a count the same whatever the
 /// machine's load (a backend waiting for the CPU is not a filter grown
@@ -234,6 +260,24 @@ mod tests {
         keys: false,
         gin: false,
     };
+
+    #[test]
+    fn a_costly_rare_path_is_left_for_again_only_after_as_costly_a_walk() {
+        let cost = |fetched, statements, micros| RareCost {
+            fetched,
+            statements,
+            micros,
+        };
+        assert_eq!(cost(6000, false, 90_000).rows(), 6000);
+        assert_eq!(cost(0, true, 7000).rows(), 7000);
+        assert_eq!(cost(9000, true, 7000).rows(), 9000);
+        assert!(!leave_despite_cost(1000, 6000));
+        assert!(!leave_despite_cost(59_999, 6000));
+        assert!(leave_despite_cost(60_000, 6000));
+        assert!(leave_despite_cost(i64::MAX, u64::MAX / 20));
+        assert!(!leave_despite_cost(i64::MAX, u64::MAX)); // saturates
+        assert!(!leave_despite_cost(-1, 1));
+    }
 
     #[test]
     fn chunks_grow_with_the_rate() {
