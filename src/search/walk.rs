@@ -137,7 +137,9 @@ unsafe fn chunks(
             if walked.end {
                 // The walk reached the end of the window: that's all. If the
                 // rare path would have been cheaper, the next calls take it.
-                if collected == 0 && remember_after_window(call.paths, walked.hits, walked.entries)
+                let in_place = walker.reads_bitmaps();
+                if collected == 0
+                    && remember_after_window(call.paths, walked.hits, entries, in_place)
                 {
                     if let Some(key) = route {
                         routes.remember(key, FIRST_WEEKS);

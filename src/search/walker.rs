@@ -39,6 +39,11 @@ pub trait Walk {
     fn reads_above_first(&self) -> bool {
         false
     }
+    /// Whether the rare paths' indexes are read in place, as bitmaps (no
+    /// statement): then a shorter window is worth leaving for them.
+    fn reads_bitmaps(&self) -> bool {
+        false
+    }
     /// Reads the next `entries` entries (all the rest when None), adding
     /// matches until the page is full.
     ///

@@ -392,6 +392,10 @@ impl Walk for IndexWalk<'_> {
         self.open_top
     }
 
+    fn reads_bitmaps(&self) -> bool {
+        true
+    }
+
     unsafe fn chunk(&mut self, page: &mut Page, entries: Option<i64>) -> Walked {
         // SAFETY: the scan is open.
         unsafe {
