@@ -63,8 +63,12 @@ pub unsafe fn fill<'a>(parent: Oid, args: &'a Args<'a>, page: &mut Page) -> bool
         // every leaf first: the call reads all of them directly, or none
         let mut leaves = Vec::new();
         for (i, &leaf) in found.oids.iter().enumerate() {
-            let upper = found.uppers.get(i).and_then(Option::as_deref);
-            match prepare(leaf, parent, args, upper) {
+            match prepare(
+                leaf,
+                parent,
+                args,
+                found.bounds.get(i).and_then(Option::as_ref),
+            ) {
                 Some(l) => leaves.push(l),
                 None => return false,
             }
@@ -181,10 +185,13 @@ unsafe fn merged<'a>(mut leaves: Vec<Leaf<'a>>, args: &'a Args<'a>, parent: Oid,
 
 /// Leaf `leaf` of `parent` checked and its caches read for the call, with
 /// its statements (prepared on first use); None when it cannot be walked
-/// directly. A leaf of an id range whose `upper` bound is below the
-/// call's cursor (a first page's '8') is walked from that bound down, as
-/// a next page is: it holds no id at or after it, so there are none to
-/// look for at the top, and the rare paths' weeks start at its week.
+/// directly. A leaf of an id range (`bounds`) is read within it: from its
+/// upper bound down when that is below the call's cursor (a first page's
+/// '8'), as a next page is (it holds no id at or after it, so there are
+/// none to look for at the top), and down to its lower bound when that
+/// is above the window's floor. The rare paths' weeks then are its own,
+/// not the window's: the tenant keys of a month's leaf are not looked up
+/// for the weeks of the month before.
 ///
 /// # Safety
 /// As [`fill`].
@@ -192,7 +199,7 @@ unsafe fn prepare<'a>(
     leaf: Oid,
     parent: Oid,
     args: &Args<'a>,
-    upper: Option<&[u8]>,
+    bounds: Option<&partitions::IdBounds>,
 ) -> Option<Leaf<'a>> {
     // SAFETY: as the caller's; the leaf is locked first.
     unsafe {
@@ -211,11 +218,19 @@ unsafe fn prepare<'a>(
         let indexes = table.value.as_mut()?.statements.indexes.get(leaf);
         let layout = indexes.direct.filter(|_| indexes.page)?;
         let mut call = args.call(&indexes);
+        let collation = layout.cols.id_collation;
+        let (lower, upper) = bounds.map_or((None, None), |(l, u)| (l.as_deref(), u.as_deref()));
         if let Some(upper) = upper.filter(|_| call.ascending.is_none()) {
             let before = crate::datum::varlena_bytes(call.before);
-            if text_cmp(upper, before, layout.cols.id_collation).is_lt() {
+            if text_cmp(upper, before, collation).is_lt() {
                 call.before = crate::datum::text_of(upper);
                 call.first_page = false;
+            }
+        }
+        if let Some(lower) = lower {
+            let floor = crate::datum::varlena_bytes(call.floor);
+            if text_cmp(lower, floor, collation).is_gt() {
+                call.floor = crate::datum::text_of(lower);
             }
         }
         Some(Leaf {

@@ -178,7 +178,7 @@ pub unsafe fn leaves(
     unsafe {
         pg_sys::AcceptInvalidationMessages();
         let mut found = Vec::new();
-        let mut uppers = Vec::new();
+        let mut bounds = Vec::new();
         let mut by_id = false;
         let mut parents = vec![relid];
         while let Some(parent) = parents.pop() {
@@ -203,10 +203,10 @@ pub unsafe fn leaves(
                 }
                 if *(*desc).is_leaf.add(i) {
                     found.push(oid);
-                    uppers.push(if parent == relid {
+                    bounds.push(if parent == relid {
                         meets
                             .as_ref()
-                            .and_then(|(_, _, u)| u.get(i).cloned().flatten())
+                            .and_then(|(_, _, b)| b.get(i).cloned().flatten())
                     } else {
                         None
                     });
@@ -218,14 +218,14 @@ pub unsafe fn leaves(
         }
         if by_id {
             found.reverse();
-            uppers.reverse();
+            bounds.reverse();
         } else {
-            uppers.clear();
+            bounds.clear();
         }
         Leaves {
             oids: found,
             by_id,
-            uppers,
+            bounds,
         }
     }
 }
@@ -237,18 +237,19 @@ pub struct Leaves {
     /// range first (one level partitioned by range on `id`, without a
     /// default partition).
     pub by_id: bool,
-    /// When `by_id`, each leaf's upper bound (None for `MAXVALUE`): its
-    /// ids are below it. Empty otherwise.
-    pub uppers: Vec<UpperBound>,
+    /// When `by_id`, each leaf's bounds: its ids are at or above the
+    /// first and below the second. Empty otherwise.
+    pub bounds: Vec<Option<IdBounds>>,
 }
 
-/// A range partition's upper bound: None for `MAXVALUE`.
-pub type UpperBound = Option<Vec<u8>>;
+/// A range partition's bounds on `id`, lower and upper: None for
+/// `MINVALUE` and `MAXVALUE`.
+pub type IdBounds = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// Which partitions of `rel` may hold the call's rows, by partition
 /// index: partitioned by range on `id` in text's own order and `id`'s
 /// collation, those whose bounds meet `[floor, before)` (and true, and
-/// each one's upper bound, None for `MAXVALUE`); by hash of
+/// each one's bounds); by hash of
 /// `organisation_id` (text), the tenant's (and false, no bounds); None
 /// when the key says nothing of either.
 ///
@@ -258,7 +259,7 @@ unsafe fn in_window(
     rel: pg_sys::Relation,
     desc: pg_sys::PartitionDesc,
     (org, floor, before): (Datum, Datum, Option<Datum>),
-) -> Option<(Vec<bool>, bool, Vec<UpperBound>)> {
+) -> Option<(Vec<bool>, bool, Vec<Option<IdBounds>>)> {
     // SAFETY: as the caller's; every array is read within its length.
     unsafe {
         let bounds = (*desc).boundinfo;
@@ -294,7 +295,7 @@ unsafe fn in_window(
             (kind == pg_sys::PartitionRangeDatumKind::PARTITION_RANGE_DATUM_VALUE)
                 .then(|| varlena_bytes(*(*(*bounds).datums.add(j))))
         };
-        let mut uppers = vec![None; meets.len()];
+        let mut ranges = vec![None; meets.len()];
         if let Ok(d) = usize::try_from((*bounds).default_index) {
             meets[d] = true;
         }
@@ -310,9 +311,10 @@ unsafe fn in_window(
                     .zip(bound(j - 1))
                     .is_some_and(|(b, lo)| text_cmp(lo, b, collation).is_ge());
             meets[p] = !below_floor && !above_window;
-            uppers[p] = bound(j).map(<[u8]>::to_vec);
+            let lower = j.checked_sub(1).and_then(bound).map(<[u8]>::to_vec);
+            ranges[p] = Some((lower, bound(j).map(<[u8]>::to_vec)));
         }
-        Some((meets, true, uppers))
+        Some((meets, true, ranges))
     }
 }
 

@@ -3,7 +3,7 @@
 //! one jsonpath scan of a GIN index on the attributes, else (neither index)
 //! the walk without a chunk bound.
 
-use alerts_core::keys::{clause_keys, week_floor, week_of_id, NO_WEEK};
+use alerts_core::keys::{clause_keys, week_floor, week_of_id, NO_WEEK, WEEK_MS};
 use alerts_core::walk::{WeekRanges, FIRST_WEEKS};
 use pgrx::pg_sys::Datum;
 
@@ -105,11 +105,15 @@ unsafe fn by_keys(
             return false;
         }
         let mut hi = week_of_id(crate::datum::varlena_bytes(cursor));
-        if hi == NO_WEEK || hi.saturating_sub(lo) >= FIRST_WEEKS {
-            // A cursor that is not a ULID ('8' on a first page), or a long
-            // window: bound it by the tenant's newest entry below the
-            // cursor, one lookup (a cursor far in the future would mean
-            // weeks without a row).
+        let this_week = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+            / WEEK_MS;
+        if hi == NO_WEEK || hi.saturating_sub(lo) >= FIRST_WEEKS || hi > this_week {
+            // A cursor that is not a ULID ('8' on a first page), a long
+            // window, or one in the future (a partition's upper bound):
+            // bound it by the tenant's newest entry below the cursor, one
+            // lookup (weeks after it have no row).
             let Some(newest) = walker.end_id(cursor, true) else {
                 return true; // nothing in the window below the cursor
             };
