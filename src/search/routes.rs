@@ -1,16 +1,15 @@
-//! The session's route memory: (tenant, filter, column filter) triples a
-//! walk found rare, and when. For [`TTL`] their calls go to the rare path
-//! without walking first, until an answer costs more than a rare filter's
-//! should (`alerts_core::walk::forget_route`). Such an answer is kept
-//! instead, for as long: the walks of those calls leave for a rare path
-//! only once they have cost as much (`leave_despite_cost`). Only ever a
-//! choice between exact paths whatever the window, so a stale entry costs
-//! time, never rows. `alerts.search_shortcuts = off` turns it off.
+//! The session's route memory for one table: (tenant, filter, column
+//! filter) triples a walk found rare go straight to the rare path for
+//! [`TTL`], and a rare path's answer that cost too much sends its calls
+//! back to the walk for as long (`alerts_core::routes`, the state machine,
+//! given the time here). Only ever a choice between exact paths whatever
+//! the window, so a stale entry costs time, never rows.
+//! `alerts.search_shortcuts = off` turns it off.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use alerts_core::walk::{forget_route, RareCost};
+use alerts_core::routes::RouteMemory;
+use alerts_core::walk::RareCost;
 
 use pgrx::pg_sys::Datum;
 
@@ -23,18 +22,16 @@ const MAX: usize = 10_000;
 /// The key of a (tenant, filter, column filter): their raw bytes.
 pub type Key = (Vec<u8>, Vec<u8>, Option<Vec<u8>>);
 
-/// What the session knows of a pair.
-#[derive(Clone, Copy)]
-enum Found {
-    /// A walk found it rare: the weeks the keys path reads first.
-    Rare(u64),
-    /// A rare path's answer cost this many heap rows, too many.
-    Costly(u64),
+pub struct Routes {
+    memory: RouteMemory<Key>,
 }
 
-#[derive(Default)]
-pub struct Routes {
-    found: HashMap<Key, (Instant, Found)>,
+impl Default for Routes {
+    fn default() -> Routes {
+        Routes {
+            memory: RouteMemory::new(TTL, MAX),
+        }
+    }
 }
 
 impl Routes {
@@ -55,53 +52,24 @@ impl Routes {
         })
     }
 
-    fn get(&self, key: &Key) -> Option<Found> {
-        self.found
-            .get(key)
-            .filter(|(t, _)| t.elapsed() < TTL)
-            .map(|&(_, found)| found)
-    }
-
-    /// The first weeks to read, if the pair was found rare less than
-    /// [`TTL`] ago.
+    /// The first weeks to read, if the pair was found rare lately.
     pub fn fresh(&self, key: &Key) -> Option<u64> {
-        match self.get(key)? {
-            Found::Rare(weeks) => Some(weeks),
-            Found::Costly(_) => None,
-        }
+        self.memory.fresh(key, Instant::now())
     }
 
-    /// The heap rows a rare path's answer for the pair cost, if that was
-    /// too many less than [`TTL`] ago.
-    pub fn costly(&self, key: &Key) -> Option<u64> {
-        match self.get(key)? {
-            Found::Costly(rows) => Some(rows),
-            Found::Rare(_) => None,
-        }
-    }
-
-    /// The pair found rare, unless a rare path's answer for it was costly
+    /// The heap rows a rare path's answer for the pair cost, if too many
     /// lately.
-    pub fn remember(&mut self, key: Key, weeks: u64) {
-        if self.costly(&key).is_some() {
-            return;
-        }
-        if self.found.len() >= MAX {
-            self.found.clear();
-        }
-        self.found.insert(key, (Instant::now(), Found::Rare(weeks)));
+    pub fn costly(&self, key: &Key) -> Option<u64> {
+        self.memory.costly(key, Instant::now())
     }
 
-    /// A rare path's answer for the pair cost `cost`: one too costly for a
-    /// rare filter is kept in place of the route, and the next calls walk
-    /// first again.
+    /// The pair found rare (unless a rare path's answer was costly lately).
+    pub fn remember(&mut self, key: Key, weeks: u64) {
+        self.memory.remember(key, weeks, Instant::now());
+    }
+
+    /// A rare path's answer for the pair cost `cost`.
     pub fn answered(&mut self, key: Key, cost: RareCost) {
-        if forget_route(cost) {
-            if self.found.len() >= MAX {
-                self.found.clear();
-            }
-            self.found
-                .insert(key, (Instant::now(), Found::Costly(cost.rows())));
-        }
+        self.memory.answered(key, cost, Instant::now());
     }
 }

@@ -147,8 +147,12 @@ unsafe fn chunks(
                 }
                 return;
             }
-            let leave = leave_walk(call.paths, walked.hits, chunk, walked.span_ms, want)
-                .filter(|_| costly.is_none_or(|rows| leave_despite_cost(entries, rows)));
+            let leave =
+                leave_walk(call.paths, walked.hits, chunk, walked.span_ms, want).filter(|_| {
+                    costly.is_none_or(|rows| {
+                        leave_despite_cost(entries, rows, walker.reads_bitmaps())
+                    })
+                });
             if let Some(weeks) = leave {
                 // The rare path answers the rest of the page below where the
                 // walk stopped.
