@@ -51,6 +51,7 @@ LABELS = {
     "gin_1node": "GIN (planner), one node",
     "search_1node": "alerts_search(), one node",
 }
+VIA_COORDINATOR = ["gin", "search", "plain", "plain_match"]
 COLS = "id, organisation_id, created_at, priority_id, attribute_values, attribute_values_bitmap"
 
 
@@ -195,12 +196,16 @@ def main(args):
             if m in mix:
                 mix[m].append(sql)
             runs.append((m, sql))
-        # the methods take turns over the rounds (see timing.timed_cell)
-        cell = timing.timed_cell(DB, runs, seconds, "prepared", work, args.transactions, args.rounds, where)
-        for m, _ in runs:
-            r = cell[m]
-            results.append(dict(scenario=s["name"], method=m, matches=len(want), **r))
-            print(f"  {m:14s} p50 {r['p50']:8.3f}  p95 {r['p95']:8.3f}  p99 {r['p99']:8.3f} ms", flush=True)
+        # the methods take turns over the rounds (see timing.timed_cell); then,
+        # unless --prepared-only, those through the coordinator planned on each call
+        for mode in ["prepared"] if args.prepared_only else ["prepared", "simple"]:
+            timed = runs if mode == "prepared" else [(m, q) for m, q in runs if m in VIA_COORDINATOR]
+            cell = timing.timed_cell(DB, timed, seconds, mode, work, args.transactions, args.rounds, where)
+            for m, _ in timed:
+                r = cell[m]
+                results.append(dict(scenario=s["name"], method=m, mode=mode, matches=len(want), **r))
+                print(f"  {m:14s} {mode:8s} p50 {r['p50']:8.3f}  p95 {r['p95']:8.3f}  p99 {r['p99']:8.3f} ms",
+                      flush=True)
     # Citus' own cost of a router query: one indexed row of the tenant
     org = psql(src_db, "SELECT org FROM bench_orgs WHERE role = 'medium'")[0][0]
     floor_sql = f"SELECT id FROM alerts WHERE organisation_id = {lit(org)} ORDER BY id DESC LIMIT 1"
@@ -237,7 +242,8 @@ def main(args):
         raise SystemExit(f"bench: {len(failures)} method(s) returned wrong rows: {failures}")
 
 
-def write_table(results, floors, tput, meta, path):
+def write_table(everything, floors, tput, meta, path):
+    results = [r for r in everything if r.get("mode", "prepared") == "prepared"]
     scen = list(dict.fromkeys(r["scenario"] for r in results))
     cols = [m for m in METHODS if any(r["method"] == m for r in results)]
     cell = {(r["scenario"], r["method"]): r for r in results}
@@ -250,7 +256,8 @@ def write_table(results, floors, tput, meta, path):
                 else f"-T {meta['seconds_per_cell']}") + " per cell"
              + (f" x {meta['rounds']} rounds (methods taking turns; percentiles: the median round's)"
                 if meta.get('rounds', 1) > 1 else "")
-             + ", 1 client, -M prepared.", "",
+             + ", 1 client, -M prepared"
+             + (" (through the coordinator also -M simple, below)." if len(everything) > len(results) else "."), "",
              "p50 / p95 / p99 (ms):", "",
              "| scenario | " + " | ".join(LABELS[m] for m in cols) + " |", "|---|" + "---|" * len(cols)]
     for s in scen:
@@ -273,6 +280,7 @@ def write_table(results, floors, tput, meta, path):
             f"{g['p50'] - gw['p50']:.3f}" if g and gw else "-",
             f"{a['p50'] - w['p50']:.3f}" if a and w else "-",
             f"{p['p50'] - w['p50']:.3f}" if p and w else "-"]) + " |")
+    lines += simple_table(everything, cell)
     lines += ["", "Citus' floor for a router query (one indexed row of one tenant), p50 / p95 ms:", "",
               "| where | p50 | p95 |", "|---|---|---|"]
     for where, r in floors.items():
@@ -286,3 +294,29 @@ def write_table(results, floors, tput, meta, path):
             lines.append(f"| {LABELS[r['method']]} | {r['tps']:.0f} | {r['p50']:.2f} | {r['p95']:.2f} | "
                          f"{r['p99']:.2f} |")
     path.write_text("\n".join(lines) + "\n")
+
+
+def simple_table(everything, prepared):
+    """The methods through the coordinator planned on each call (-M
+    simple): p50 / p95 ms, the p50's ratio to GIN's, and what planning
+    added to the p50 (against -M prepared in the same cell)."""
+    simple = {(r["scenario"], r["method"]): r for r in everything if r.get("mode") == "simple"}
+    if not simple:
+        return []
+    cols = [m for m in VIA_COORDINATOR if any(k[1] == m for k in simple)]
+    lines = ["", "Through the coordinator, each call planned (-M simple): p50 / p95 ms, in brackets the p50 to "
+                 "GIN's and the p50 more than -M prepared:", "",
+             "| scenario | " + " | ".join(LABELS[m] for m in cols) + " |", "|---|" + "---|" * len(cols)]
+    for s in dict.fromkeys(k[0] for k in simple):
+        g = simple.get((s, "gin"))
+        cells = []
+        for m in cols:
+            r, p = simple.get((s, m)), prepared.get((s, m))
+            if not r:
+                cells.append("-")
+                continue
+            ratio = f"{r['p50'] / g['p50']:.2f}x, " if g else ""
+            extra = f"+{r['p50'] - p['p50']:.3f}" if p else "-"
+            cells.append(f"{r['p50']:.2f} / {r['p95']:.2f} ({ratio}{extra})")
+        lines.append(f"| {s} | " + " | ".join(cells) + " |")
+    return lines
