@@ -257,7 +257,8 @@ def write_table(everything, floors, tput, meta, path):
              + (f" x {meta['rounds']} rounds (methods taking turns; percentiles: the median round's)"
                 if meta.get('rounds', 1) > 1 else "")
              + ", 1 client, -M prepared"
-             + (" (through the coordinator also -M simple, below)." if len(everything) > len(results) else "."), "",
+             + (" (through the coordinator also -M simple, below)." if any(r.get("mode") == "simple" for r in everything)
+                else "."), "",
              "p50 / p95 / p99 (ms):", "",
              "| scenario | " + " | ".join(LABELS[m] for m in cols) + " |", "|---|" + "---|" * len(cols)]
     for s in scen:
@@ -316,7 +317,7 @@ def simple_table(everything, prepared):
                 cells.append("-")
                 continue
             ratio = f"{r['p50'] / g['p50']:.2f}x, " if g else ""
-            extra = f"+{r['p50'] - p['p50']:.3f}" if p else "-"
+            extra = f"{r['p50'] - p['p50']:+.3f}" if p else "-"
             cells.append(f"{r['p50']:.2f} / {r['p95']:.2f} ({ratio}{extra})")
         lines.append(f"| {s} | " + " | ".join(cells) + " |")
     return lines
