@@ -17,6 +17,7 @@ pub mod error;
 pub mod filter;
 pub mod jsonpath;
 pub mod keys;
+pub mod postings;
 pub mod routes;
 pub mod ulid;
 pub mod walk;

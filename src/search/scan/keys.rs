@@ -7,6 +7,7 @@
 
 use pgrx::pg_sys::{self, Datum, Oid};
 
+use super::entries;
 use super::heap::{deform_slot, slot_column};
 use super::IndexWalk;
 use crate::datum::text_cmp as compare;
@@ -171,7 +172,7 @@ impl IndexWalk<'_> {
     ) -> bool {
         let (index, strategy, right, arguments) = match &bitmap {
             Bitmap::Keys(arrays) => (self.layout.keys_index, GIN_OVERLAP, None, *arrays),
-            Bitmap::Gin(path) => (
+            Bitmap::Gin(path) | Bitmap::SmallGin(path, _) => (
                 self.layout.gin_index,
                 pg_sys::JsonbJsonpathPredicateStrategyNumber,
                 Some(pg_sys::JSONPATHOID),
@@ -183,6 +184,32 @@ impl IndexWalk<'_> {
         };
         // SAFETY: as the caller's.
         unsafe {
+            if let (Bitmap::Gin(path) | Bitmap::SmallGin(path, _), Some(right)) = (&bitmap, right) {
+                // GIN's entries read in place when they list few rows
+                let at_most = match bitmap {
+                    Bitmap::SmallGin(_, n) => n,
+                    _ => usize::MAX,
+                };
+                let tids = entries::inline_tids(
+                    index,
+                    strategy as u16,
+                    right,
+                    *path,
+                    at_most,
+                    self.entry_cxt,
+                );
+                match tids {
+                    Some(tids) => {
+                        let mut tids: Vec<_> =
+                            tids.into_iter().map(|(b, o)| item_pointer(b, o)).collect();
+                        let tbm = crate::compat::tbm_create();
+                        pg_sys::tbm_add_tuples(tbm, tids.as_mut_ptr(), tids.len() as i32, false);
+                        return self.bitmap_rows(tbm, lower, upper, page);
+                    }
+                    None if at_most != usize::MAX => return false,
+                    None => {}
+                }
+            }
             match self.gin_bitmap(index, strategy, right, arguments) {
                 Some(tbm) => self.bitmap_rows(tbm, lower, upper, page),
                 None => false,

@@ -20,9 +20,11 @@
 //! - this file: the scan of the pagination index, chunk by chunk;
 //! - `heap.rs`: a candidate's row fetched and checked exactly;
 //! - `keys.rs`: ranges of the tenant-keys index read in place;
+//! - `entries.rs`: a GIN index's inline entries read in place;
 //! - `ends.rs`: the first entry of a range, by a second scan.
 
 mod ends;
+mod entries;
 mod heap;
 mod keys;
 
