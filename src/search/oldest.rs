@@ -8,8 +8,9 @@
 //!   window's floor (or from above the last page's last id), bloom-tested
 //!   in the index, candidates checked exactly: the same chunks and the same
 //!   decision to leave (`alerts_core::walk::leave_walk`).
-//! - Leaving, the rest of the page comes from the tenant-keys index, oldest
-//!   weeks first (each range bounded by ids, checked exactly), else one
+//! - Leaving, the rest of the page comes from GIN's entries read in place
+//!   when they list few rows (`rare::small_gin`), else the tenant-keys
+//!   index, oldest weeks first (each range bounded by ids, checked exactly), else one
 //!   GIN statement ordered by `id ASC`, else the walk to the window's end.
 //! - Where the direct scan cannot read the table (row-level security,
 //!   column grants, which the executor must apply), one statement the
@@ -99,11 +100,14 @@ unsafe fn rest_of_page(
 ) {
     // SAFETY: as fill's.
     unsafe {
+        let window = (lower, ascending(call).upper);
+        if super::rare::small_gin(call, walker, page, window) {
+            return;
+        }
         if call.paths.keys && by_keys(st, call, walker, lower, page, weeks) {
             trace::rare_path(true);
             return;
         }
-        let window = (lower, ascending(call).upper);
         super::rare::gin_or_walk(call, walker, page, window, |path, want| {
             call.execute_nullable(
                 st.plan(Stmt::GinOldest),

@@ -38,24 +38,14 @@ pub unsafe fn rest_of_page(
 ) {
     // SAFETY: as the caller's.
     unsafe {
-        if call.paths.keys && call.paths.gin {
-            // GIN's entries list few rows in the whole relation (a month's
-            // leaf, a shard): one descent, where the keys take one a week
-            if let Some(path) = &call.jsonpath {
-                let path = crate::datum::jsonpath_datum(path);
-                let at_most = page.rare_want().max(0) as usize + SMALL_GIN_EXTRA;
-                let window = ((call.floor, false), Some(cursor));
-                if walker.bitmap_range(Bitmap::SmallGin(path, at_most), window.0, window.1, page) {
-                    trace::rare_path(false);
-                    return;
-                }
-            }
+        let window = ((call.floor, false), Some(cursor));
+        if small_gin(call, walker, page, window) {
+            return;
         }
         if call.paths.keys && by_keys(st, call, walker, cursor, page, weeks) {
             trace::rare_path(true);
             return;
         }
-        let window = ((call.floor, false), Some(cursor));
         gin_or_walk(call, walker, page, window, |path, want| {
             call.execute(
                 st.plan(Stmt::Gin),
@@ -63,6 +53,35 @@ pub unsafe fn rest_of_page(
             )
         });
     }
+}
+
+/// The rest of a page from GIN's entries read in place, when the table
+/// has both GIN and the tenant keys and the entries list few rows in the
+/// whole relation (a month's leaf, a shard): one descent, where the keys
+/// take one a week. Over `window` (as [`gin_or_walk`]'s); false, having
+/// added nothing, when they list more (then the keys answer).
+///
+/// # Safety
+/// As [`rest_of_page`].
+pub unsafe fn small_gin(
+    call: &Call,
+    walker: &mut dyn Walk,
+    page: &mut Page,
+    (lower, upper): ((Datum, bool), Option<Datum>),
+) -> bool {
+    let (true, true, Some(path)) = (call.paths.keys, call.paths.gin, &call.jsonpath) else {
+        return false;
+    };
+    let at_most = page.rare_want().max(0) as usize + SMALL_GIN_EXTRA;
+    // SAFETY: as the caller's.
+    let read = unsafe {
+        let path = crate::datum::jsonpath_datum(path);
+        walker.bitmap_range(Bitmap::SmallGin(path, at_most), lower, upper, page)
+    };
+    if read {
+        trace::rare_path(false);
+    }
+    read
 }
 
 /// The rest of a page without the keys index, when the table has a GIN

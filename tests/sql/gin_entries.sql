@@ -58,6 +58,25 @@ FROM ge_filters, generate_series(1, 2) run, unnest(ARRAY[1, 3, 50]) size,
 GROUP BY f ORDER BY f::text;
 SELECT f, ge_route(f) AS first, ge_route(f) AS again FROM ge_filters ORDER BY f::text;
 
+-- Oldest first (plain SQL through the node only): the same choice, each
+-- page against the planner's own plan (alerts.custom_scan off).
+CREATE FUNCTION ge_oldest(f jsonb, size int) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    q text := format('SELECT id FROM ge WHERE organisation_id = %L AND attribute_values @> %L ORDER BY id ASC LIMIT %s', 'A', f, size);
+    plan jsonb;
+    node text[];
+    planner text[];
+BEGIN
+    EXECUTE 'SELECT array_agg(id) FROM (' || q || ') s' INTO node;
+    SET LOCAL alerts.custom_scan = off;
+    EXECUTE 'SELECT array_agg(id) FROM (' || q || ') s' INTO planner;
+    SET LOCAL alerts.custom_scan = on;
+    EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON, COSTS OFF, TIMING OFF) ' || q INTO plan;
+    RETURN format('%s, %s row(s): %s', CASE WHEN node IS NOT DISTINCT FROM planner THEN 'exact' ELSE 'WRONG' END,
+                  coalesce(cardinality(node), 0), jsonb_path_query_first(plan, '$.**."Routes Taken"') #>> '{}');
+END $$;
+SELECT f, ge_oldest(f, 1) AS one, ge_oldest(f, 50) AS fifty FROM ge_filters ORDER BY f::text;
+
 -- Every 97th of the 30,000 values: each found by one descent of the tree.
 SELECT bool_and(ge_exact(jsonb_build_object('u', 'v' || g), 50, NULL)) AS exact, count(*) AS values
 FROM generate_series(1, 30000, 97) g, generate_series(1, 2) run;
@@ -90,4 +109,5 @@ GROUP BY f ORDER BY f::text;
 DROP VIEW ge_filters;
 DROP FUNCTION ge_exact(jsonb, int, text);
 DROP FUNCTION ge_route(jsonb);
+DROP FUNCTION ge_oldest(jsonb, int);
 DROP TABLE ge;
