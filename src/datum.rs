@@ -254,6 +254,56 @@ pub fn jsonpath_datum(text: &str) -> Datum {
     }
 }
 
+/// The jsonpath parsed last, kept for the next call (a slot of the
+/// backend's state): its text and a copy of its datum in
+/// `TopMemoryContext`; the copies it replaced, freed once no search runs
+/// (a search inside another's statement may replace the one the outer
+/// search still reads).
+#[derive(Default)]
+struct KeptJsonpath {
+    last: std::cell::RefCell<Option<(std::sync::Arc<str>, usize)>>,
+    replaced: std::cell::RefCell<Vec<usize>>,
+}
+
+/// [`jsonpath_datum`] of a filter's jsonpath, parsed once for as long as
+/// the backend searches with the same one (every leaf of a partitioned
+/// table, every call of a dashboard's page), not once a leaf. The datum
+/// is only ever read (GIN's scan keys and `extractQuery`, statements'
+/// parameters), and lives until [`free_replaced_jsonpaths`] after another
+/// replaces it.
+pub fn jsonpath_datum_kept(text: &std::sync::Arc<str>) -> Datum {
+    let kept: &KeptJsonpath = crate::backend::slot();
+    if let Some((t, d)) = kept.last.borrow().as_ref() {
+        if **t == **text {
+            return Datum::from(*d);
+        }
+    }
+    let parsed = jsonpath_datum(text);
+    // SAFETY: a non-toasted varlena (jsonpath_in's result) copied whole
+    // into a context that lives as long as the backend.
+    unsafe {
+        let p = parsed.cast_mut_ptr::<pg_sys::varlena>();
+        let len = pgrx::varsize_any(p);
+        let copy = pg_sys::MemoryContextAlloc(pg_sys::TopMemoryContext, len);
+        std::ptr::copy_nonoverlapping(p as *const u8, copy as *mut u8, len);
+        if let Some((_, old)) = kept.last.replace(Some((text.clone(), copy as usize))) {
+            kept.replaced.borrow_mut().push(old);
+        }
+        Datum::from(copy)
+    }
+}
+
+/// Frees the jsonpaths [`jsonpath_datum_kept`] replaced: called when the
+/// outermost search ends (normally or by an error), when none can still
+/// read one.
+pub fn free_replaced_jsonpaths() {
+    let kept: &KeptJsonpath = crate::backend::slot();
+    for old in kept.replaced.take() {
+        // SAFETY: a copy made above, handed out no more.
+        unsafe { pg_sys::pfree(old as *mut std::ffi::c_void) };
+    }
+}
+
 /// `a` against `b` as the text type compares them in `collation`.
 pub fn text_cmp(a: &[u8], b: &[u8], collation: pg_sys::Oid) -> std::cmp::Ordering {
     // SAFETY: both slices are live for the call; varstr_cmp reads exactly

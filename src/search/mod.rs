@@ -231,7 +231,12 @@ unsafe fn fill(args: &Args, page: &mut Page) {
     pgrx::PgTryBuilder::new(std::panic::AssertUnwindSafe(|| unsafe {
         spi::in_search(|| fill_running(args, page))
     }))
-    .finally(|| r.set(r.get() - 1))
+    .finally(|| {
+        r.set(r.get() - 1);
+        if r.get() == 0 {
+            crate::datum::free_replaced_jsonpaths();
+        }
+    })
     .execute()
 }
 

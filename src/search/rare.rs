@@ -75,7 +75,7 @@ pub unsafe fn small_gin(
     let at_most = page.rare_want().max(0) as usize + SMALL_GIN_EXTRA;
     // SAFETY: as the caller's.
     let read = unsafe {
-        let path = crate::datum::jsonpath_datum(path);
+        let path = crate::datum::jsonpath_datum_kept(path);
         walker.bitmap_range(Bitmap::SmallGin(path, at_most), lower, upper, page)
     };
     if read {
@@ -105,7 +105,7 @@ pub unsafe fn gin_or_walk(
         match &call.jsonpath {
             Some(path) if call.paths.gin => {
                 trace::rare_path(false);
-                let path = crate::datum::jsonpath_datum(path);
+                let path = crate::datum::jsonpath_datum_kept(path);
                 if !walker.bitmap_range(Bitmap::Gin(path), lower, upper, page) {
                     page.add_rare(gin(path, Datum::from(page.rare_want())));
                 }
