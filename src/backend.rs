@@ -16,7 +16,7 @@
 //! | what the catalogs say of each table the custom scan is offered for | `custom_scan::facts` |
 //! | what each partitioned table's key tells a search's pruning | `search::partitions` |
 //! | the relcache epoch every cache above is checked against | `search::indexes` |
-//! | the jsonpath parsed last (a filter's, for GIN) | `datum` |
+//! | the jsonpaths parsed lately (filters' and clauses', for GIN) | `datum` |
 //!
 //! | scratch of the running call (set at its start) | owner |
 //! |---|---|

@@ -254,29 +254,36 @@ pub fn jsonpath_datum(text: &str) -> Datum {
     }
 }
 
-/// The jsonpath parsed last, kept for the next call (a slot of the
-/// backend's state): its text and a copy of its datum in
-/// `TopMemoryContext`; the copies it replaced, freed once no search runs
-/// (a search inside another's statement may replace the one the outer
-/// search still reads).
+/// The jsonpaths parsed lately, kept for the next calls (a slot of the
+/// backend's state): their text and a copy of their datum in
+/// `TopMemoryContext`, up to [`KEPT_JSONPATHS`]; the copies dropped when
+/// it fills, freed once no search runs (a search inside another's
+/// statement may drop the ones the outer search still reads).
 #[derive(Default)]
-struct KeptJsonpath {
-    last: std::cell::RefCell<Option<(std::sync::Arc<str>, usize)>>,
-    replaced: std::cell::RefCell<Vec<usize>>,
+struct KeptJsonpaths {
+    kept: std::cell::RefCell<Vec<(std::sync::Arc<str>, usize)>>,
+    dropped: std::cell::RefCell<Vec<usize>>,
 }
 
-/// [`jsonpath_datum`] of a filter's jsonpath, parsed once for as long as
-/// the backend searches with the same one (every leaf of a partitioned
-/// table, every call of a dashboard's page), not once a leaf. The datum
-/// is only ever read (GIN's scan keys and `extractQuery`, statements'
-/// parameters), and lives until [`free_replaced_jsonpaths`] after another
-/// replaces it.
+/// Jsonpaths kept at most (a filter's, and each of its clauses').
+const KEPT_JSONPATHS: usize = 16;
+
+/// [`jsonpath_datum`] of a filter's jsonpath (or a clause's), parsed once
+/// for as long as the backend searches with the same one (every leaf of a
+/// partitioned table, every call of a dashboard's page), not once a leaf.
+/// The datum is only ever read (GIN's scan keys and `extractQuery`,
+/// statements' parameters), and lives until [`free_replaced_jsonpaths`]
+/// after it is dropped.
 pub fn jsonpath_datum_kept(text: &std::sync::Arc<str>) -> Datum {
-    let kept: &KeptJsonpath = crate::backend::slot();
-    if let Some((t, d)) = kept.last.borrow().as_ref() {
-        if **t == **text {
-            return Datum::from(*d);
-        }
+    let slot: &KeptJsonpaths = crate::backend::slot();
+    let found = slot
+        .kept
+        .borrow()
+        .iter()
+        .find(|(t, _)| std::sync::Arc::ptr_eq(t, text) || **t == **text)
+        .map(|(_, d)| *d);
+    if let Some(d) = found {
+        return Datum::from(d);
     }
     let parsed = jsonpath_datum(text);
     // SAFETY: a non-toasted varlena (jsonpath_in's result) copied whole
@@ -286,19 +293,23 @@ pub fn jsonpath_datum_kept(text: &std::sync::Arc<str>) -> Datum {
         let len = pgrx::varsize_any(p);
         let copy = pg_sys::MemoryContextAlloc(pg_sys::TopMemoryContext, len);
         std::ptr::copy_nonoverlapping(p as *const u8, copy as *mut u8, len);
-        if let Some((_, old)) = kept.last.replace(Some((text.clone(), copy as usize))) {
-            kept.replaced.borrow_mut().push(old);
+        let mut kept = slot.kept.borrow_mut();
+        if kept.len() >= KEPT_JSONPATHS {
+            slot.dropped
+                .borrow_mut()
+                .extend(kept.drain(..).map(|(_, d)| d));
         }
+        kept.push((text.clone(), copy as usize));
         Datum::from(copy)
     }
 }
 
-/// Frees the jsonpaths [`jsonpath_datum_kept`] replaced: called when the
+/// Frees the jsonpaths [`jsonpath_datum_kept`] dropped: called when the
 /// outermost search ends (normally or by an error), when none can still
 /// read one.
 pub fn free_replaced_jsonpaths() {
-    let kept: &KeptJsonpath = crate::backend::slot();
-    for old in kept.replaced.take() {
+    let slot: &KeptJsonpaths = crate::backend::slot();
+    for old in slot.dropped.take() {
         // SAFETY: a copy made above, handed out no more.
         unsafe { pg_sys::pfree(old as *mut std::ffi::c_void) };
     }

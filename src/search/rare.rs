@@ -56,9 +56,9 @@ pub unsafe fn rest_of_page(
 }
 
 /// The rest of a page from GIN's entries read in place, when the table
-/// has both GIN and the tenant keys and the entries list few rows in the
-/// whole relation (a month's leaf, a shard): one descent, where the keys
-/// take one a week. Over `window` (as [`gin_or_walk`]'s); false, having
+/// has both GIN and the tenant keys and the entries of one of the filter's
+/// clauses list few rows in the whole relation (a month's leaf, a shard):
+/// one descent a key, where the keys take one a week. Over `window` (as [`gin_or_walk`]'s); false, having
 /// added nothing, when they list more (then the keys answer).
 ///
 /// # Safety
@@ -69,15 +69,19 @@ pub unsafe fn small_gin(
     page: &mut Page,
     (lower, upper): ((Datum, bool), Option<Datum>),
 ) -> bool {
-    let (true, true, Some(path)) = (call.paths.keys, call.paths.gin, &call.jsonpath) else {
+    if !(call.paths.keys && call.paths.gin) {
         return false;
-    };
+    }
+    let paths: Vec<Datum> = call
+        .compiled
+        .gin_clause_jsonpaths()
+        .iter()
+        .map(crate::datum::jsonpath_datum_kept)
+        .collect();
     let at_most = page.rare_want().max(0) as usize + SMALL_GIN_EXTRA;
     // SAFETY: as the caller's.
-    let read = unsafe {
-        let path = crate::datum::jsonpath_datum_kept(path);
-        walker.bitmap_range(Bitmap::SmallGin(path, at_most), lower, upper, page)
-    };
+    let read = !paths.is_empty()
+        && unsafe { walker.bitmap_range(Bitmap::SmallGin(&paths, at_most), lower, upper, page) };
     if read {
         trace::rare_path(false);
     }

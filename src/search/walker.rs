@@ -90,8 +90,9 @@ pub enum Bitmap<'a> {
     /// The GIN index on the attributes: rows its `@@` finds for the
     /// filter's jsonpath (a `jsonpath` datum).
     Gin(Datum),
-    /// The same, only when its entries for the jsonpath list at most
-    /// `at_most` rows in all, inline (read in place, one descent a key):
-    /// else nothing is read.
-    SmallGin(Datum, usize),
+    /// The same for the rarest of the filter's clauses (each clause's
+    /// jsonpath; every match satisfies each), only when its entries list
+    /// at most `at_most` rows in all, inline (read in place, one descent a
+    /// key): else nothing is read.
+    SmallGin(&'a [Datum], usize),
 }

@@ -51,6 +51,8 @@ pub struct Filter {
     /// [`Filter::gin_jsonpath`], made once when compiled: a search reads
     /// it for every partition or shard of a call.
     gin_path: Option<Arc<str>>,
+    /// [`Filter::gin_clause_jsonpaths`], made with it.
+    gin_clause_paths: Vec<Arc<str>>,
 }
 
 impl Filter {
@@ -102,6 +104,7 @@ impl Filter {
             any: Vec::new(),
             never: false,
             gin_path: None,
+            gin_clause_paths: Vec::new(),
         };
         let mut buf = Vec::with_capacity(64);
         let mut all = Bitmap::default();
@@ -128,6 +131,16 @@ impl Filter {
             )
             .map(Arc::from)
         };
+        if f.gin_path.is_some() {
+            f.gin_clause_paths = f
+                .clauses
+                .iter()
+                .filter_map(|c| {
+                    gin_jsonpath(std::iter::once((c.key.as_str(), c.values.as_slice())))
+                })
+                .map(Arc::from)
+                .collect();
+        }
         Ok(f)
     }
 
@@ -172,6 +185,14 @@ impl Filter {
     /// not a plain decimal.
     pub fn gin_jsonpath(&self) -> Option<Arc<str>> {
         self.gin_path.clone()
+    }
+
+    /// [`Filter::gin_jsonpath`] of each clause alone, in the clauses'
+    /// order (empty when the filter has none): a row the filter matches
+    /// satisfies each, so the candidates GIN gives for any one of them
+    /// hold every match (the rarest is the cheapest to read).
+    pub fn gin_clause_jsonpaths(&self) -> &[Arc<str>] {
+        &self.gin_clause_paths
     }
 
     /// The probabilistic test: false means the row cannot match; true means it
@@ -413,5 +434,18 @@ mod tests {
         assert_eq!(p(json!({})), None);
         assert_eq!(p(json!({"a": "x", "b": []})), None);
         assert_eq!(p(json!({"o": {"x": 1}})), None);
+        let each = |f: serde_json::Value| {
+            let f = Filter::compile(&f).unwrap();
+            f.gin_clause_jsonpaths()
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            each(json!({"team": "t1", "n": [1, 2]})),
+            [r#"($."n" == 1 || $."n" == 2)"#, r#"($."team" == "t1")"#]
+        );
+        assert!(each(json!({})).is_empty());
+        assert!(each(json!({"a": "x", "o": {"x": 1}})).is_empty());
     }
 }

@@ -172,11 +172,17 @@ impl IndexWalk<'_> {
     ) -> bool {
         let (index, strategy, right, arguments) = match &bitmap {
             Bitmap::Keys(arrays) => (self.layout.keys_index, GIN_OVERLAP, None, *arrays),
-            Bitmap::Gin(path) | Bitmap::SmallGin(path, _) => (
+            Bitmap::Gin(path) => (
                 self.layout.gin_index,
                 pg_sys::JsonbJsonpathPredicateStrategyNumber,
                 Some(pg_sys::JSONPATHOID),
                 std::slice::from_ref(path),
+            ),
+            Bitmap::SmallGin(paths, _) => (
+                self.layout.gin_index,
+                pg_sys::JsonbJsonpathPredicateStrategyNumber,
+                Some(pg_sys::JSONPATHOID),
+                *paths,
             ),
         };
         let Some(index) = index else {
@@ -184,20 +190,20 @@ impl IndexWalk<'_> {
         };
         // SAFETY: as the caller's.
         unsafe {
-            if let (Bitmap::Gin(path) | Bitmap::SmallGin(path, _), Some(right)) = (&bitmap, right) {
-                // GIN's entries read in place when they list few rows
+            if let Some(right) = right {
+                // GIN's entries read in place when they list few rows: the
+                // whole jsonpath's, or the rarest clause's
                 let at_most = match bitmap {
                     Bitmap::SmallGin(_, n) => n,
                     _ => usize::MAX,
                 };
-                let tids = entries::inline_tids(
-                    index,
-                    strategy as u16,
-                    right,
-                    *path,
-                    at_most,
-                    self.entry_cxt,
-                );
+                let strategy = strategy as u16;
+                let tids = arguments
+                    .iter()
+                    .filter_map(|path| {
+                        entries::inline_tids(index, strategy, right, *path, at_most, self.entry_cxt)
+                    })
+                    .min_by_key(Vec::len);
                 match tids {
                     Some(tids) => {
                         let mut tids: Vec<_> =
