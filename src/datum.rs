@@ -272,7 +272,7 @@ const KEPT_JSONPATHS: usize = 16;
 /// for as long as the backend searches with the same one (every leaf of a
 /// partitioned table, every call of a dashboard's page), not once a leaf.
 /// The datum is only ever read (GIN's scan keys and `extractQuery`,
-/// statements' parameters), and lives until [`free_replaced_jsonpaths`]
+/// statements' parameters), and lives until [`free_dropped_jsonpaths`]
 /// after it is dropped.
 pub fn jsonpath_datum_kept(text: &std::sync::Arc<str>) -> Datum {
     let slot: &KeptJsonpaths = crate::backend::slot();
@@ -307,7 +307,7 @@ pub fn jsonpath_datum_kept(text: &std::sync::Arc<str>) -> Datum {
 /// Frees the jsonpaths [`jsonpath_datum_kept`] dropped: called when the
 /// outermost search ends (normally or by an error), when none can still
 /// read one.
-pub fn free_replaced_jsonpaths() {
+pub fn free_dropped_jsonpaths() {
     let slot: &KeptJsonpaths = crate::backend::slot();
     for old in slot.dropped.take() {
         // SAFETY: a copy made above, handed out no more.

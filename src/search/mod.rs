@@ -234,7 +234,7 @@ unsafe fn fill(args: &Args, page: &mut Page) {
     .finally(|| {
         r.set(r.get() - 1);
         if r.get() == 0 {
-            crate::datum::free_replaced_jsonpaths();
+            crate::datum::free_dropped_jsonpaths();
         }
     })
     .execute()

@@ -10,8 +10,9 @@
 //!   decision to leave (`alerts_core::walk::leave_walk`).
 //! - Leaving, the rest of the page comes from GIN's entries read in place
 //!   when they list few rows (`rare::small_gin`), else the tenant-keys
-//!   index, oldest weeks first (each range bounded by ids, checked exactly), else one
-//!   GIN statement ordered by `id ASC`, else the walk to the window's end.
+//!   index, oldest weeks first (each range bounded by ids, checked
+//!   exactly), else one GIN statement ordered by `id ASC`, else the walk
+//!   to the window's end.
 //! - Where the direct scan cannot read the table (row-level security,
 //!   column grants, which the executor must apply), one statement the
 //!   planner plans answers the page, with every check in it.

@@ -58,8 +58,9 @@ pub unsafe fn rest_of_page(
 /// The rest of a page from GIN's entries read in place, when the table
 /// has both GIN and the tenant keys and the entries of one of the filter's
 /// clauses list few rows in the whole relation (a month's leaf, a shard):
-/// one descent a key, where the keys take one a week. Over `window` (as [`gin_or_walk`]'s); false, having
-/// added nothing, when they list more (then the keys answer).
+/// one descent a key, where the keys take one a week. Over `window` (as
+/// [`gin_or_walk`]'s); false, having added nothing, when they list more
+/// (then the keys answer).
 ///
 /// # Safety
 /// As [`rest_of_page`].

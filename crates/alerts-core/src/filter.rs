@@ -132,14 +132,8 @@ impl Filter {
             .map(Arc::from)
         };
         if f.gin_path.is_some() {
-            f.gin_clause_paths = f
-                .clauses
-                .iter()
-                .filter_map(|c| {
-                    gin_jsonpath(std::iter::once((c.key.as_str(), c.values.as_slice())))
-                })
-                .map(Arc::from)
-                .collect();
+            let one = |c: &Clause| gin_jsonpath(std::iter::once((c.key.as_str(), &c.values[..])));
+            f.gin_clause_paths = f.clauses.iter().filter_map(one).map(Arc::from).collect();
         }
         Ok(f)
     }

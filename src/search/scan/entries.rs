@@ -206,7 +206,7 @@ unsafe fn versus(
 }
 
 /// The block number a TID's first half holds.
-fn block_of(tid: &pg_sys::ItemPointerData) -> u32 {
+pub(super) fn block_of(tid: &pg_sys::ItemPointerData) -> u32 {
     ((tid.ip_blkid.bi_hi as u32) << 16) | tid.ip_blkid.bi_lo as u32
 }
 

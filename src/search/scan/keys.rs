@@ -42,7 +42,7 @@ unsafe fn buffer_for(
     heap: pg_sys::Relation,
     tid: &pg_sys::ItemPointerData,
 ) -> pg_sys::Buffer {
-    let block = ((tid.ip_blkid.bi_hi as u32) << 16) | tid.ip_blkid.bi_lo as u32;
+    let block = entries::block_of(tid);
     // SAFETY: as the caller's; ReleaseAndReadBuffer keeps a buffer that
     // already holds the block.
     unsafe { *buffer = pg_sys::ReleaseAndReadBuffer(*buffer, heap, block) };
