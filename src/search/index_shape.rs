@@ -137,6 +137,18 @@ impl IndexShape {
             })
     }
 
+    /// A btree led by the id's column (`id`: its number and collation) by
+    /// text's own operators in that collation: its first or last entry
+    /// holds the table's smallest or largest id. Partial or not (the
+    /// caller asks).
+    pub fn orders_ids(&self, id: (AttrNumber, Oid)) -> bool {
+        self.am == pg_sys::BTREE_AM_OID
+            && self.keys().first() == Some(&id.0)
+            && self.opfamilies[0] == pg_sys::TEXT_BTREE_FAM_OID
+            && self.opcintypes[0] == pg_sys::TEXTOID
+            && self.collations[0] == id.1
+    }
+
     /// Unique, checked immediately, not partial, with only `id`, or the
     /// tenant and `id`, as keys: no two rows of a tenant share an id.
     pub fn unique_ids(&self, org: AttrNumber, id: AttrNumber) -> bool {

@@ -29,6 +29,10 @@ pub struct Layout {
     /// A GIN index on `attribute_values` that answers the filter's jsonpath
     /// (`@@`), when the table has one: the GIN rare path reads it in place.
     pub(super) gin_index: Option<Oid>,
+    /// A btree led by `id` in its collation (a partition's primary key
+    /// `(id, created_at)`), and whether `id` is `DESC` in it: its last
+    /// entry bounds every id of the table, any tenant's.
+    pub(super) id_index: Option<(Oid, bool)>,
 }
 
 impl Layout {
@@ -96,7 +100,7 @@ pub unsafe fn indexes(relid: Oid) -> Indexes {
                 std::ffi::CStr::from_ptr(a.attname.data.as_ptr()).to_bytes() == name.as_bytes()
             }
         };
-        let (mut keys_index, mut gin_index) = (None, None);
+        let (mut keys_index, mut gin_index, mut id_index) = (None, None, None);
         for cell in crate::pg_list::cells(pg_sys::RelationGetIndexList(rel)) {
             let oid = cell.oid_value;
             let index = pg_sys::index_open(oid, pg_sys::AccessShareLock as i32);
@@ -123,6 +127,11 @@ pub unsafe fn indexes(relid: Oid) -> Indexes {
                     {
                         keys_index = Some(oid);
                     }
+                    let shape = IndexShape::of_relation(index);
+                    if id_index.is_none() && shape.orders_ids((cols.id, cols.id_collation)) {
+                        let desc = *(*index).rd_indoption as u32 & pg_sys::INDOPTION_DESC != 0;
+                        id_index = Some((oid, desc));
+                    }
                     // the btree whose layout carries the bitmap, if any
                     let candidate = walk.then(|| walk_layout(index, oid, cols)).flatten();
                     if let Some(candidate) = candidate.filter(|c| {
@@ -141,6 +150,7 @@ pub unsafe fn indexes(relid: Oid) -> Indexes {
         found.direct = found.direct.map(|b| Layout {
             keys_index,
             gin_index,
+            id_index,
             ..b
         });
         found
@@ -167,6 +177,7 @@ unsafe fn walk_layout(index: pg_sys::Relation, oid: Oid, cols: Columns) -> Optio
                 cols,
                 keys_index: None,
                 gin_index: None,
+                id_index: None,
             })
     }
 }

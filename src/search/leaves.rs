@@ -25,15 +25,18 @@
 //! granted on it, or a row-level policy of its own: the rare paths'
 //! statements name the leaf), the call takes the statement walk instead.
 
+use alerts_core::walk::RareCost;
 use pgrx::pg_sys::{self, Datum, Oid};
 
 use super::args::Args;
 use super::call::Call;
 use super::layout::Layout;
 use super::page::Page;
-use super::scan::IndexWalk;
+use super::routes::Routes;
+use super::scan::{self, IndexWalk};
 use super::session::{self, Held, Table};
-use super::{partitions, reader, walk};
+use super::trace::{self, Route};
+use super::{partitions, rare, reader, walk};
 use crate::datum::text_cmp;
 
 /// One leaf of the call: its session entry, its call, its walk once
@@ -120,9 +123,20 @@ unsafe fn merged<'a>(mut leaves: Vec<Leaf<'a>>, args: &'a Args<'a>, parent: Oid,
         let Some(collation) = leaves.first().map(|l| l.layout.cols.id_collation) else {
             return; // no leaf in the window
         };
+        let id_column = pg_sys::get_attnum(parent, c"id".as_ptr());
+        // A leaf whose largest id (any tenant's) is below the window has
+        // no row in it: one descent along a btree led by id, which
+        // compares nothing, where the tenant's entries take a search.
+        leaves.retain(|l| !below_window(l));
+        // Rows found but not yet in the page, newest first, with their ids:
+        // first those of the leaves GIN answers whole.
+        let mut waiting: Vec<(Vec<u8>, Datum)> = Vec::new();
+        leaves.retain_mut(|l| !answered_whole(l, args, page, (id_column, collation), &mut waiting));
+        waiting.sort_by(|a, b| text_cmp(&b.0, &a.0, collation));
+        waiting.truncate(page.want.max(0) as usize);
         // newest first; a leaf without rows in the window is not walked
         leaves.retain_mut(|l| {
-            let mut walk = begin(l, args);
+            let mut walk = l.walk.take().unwrap_or_else(|| begin(l, args));
             match walk.first_id() {
                 Some(id) => {
                     l.newest = id;
@@ -136,9 +150,6 @@ unsafe fn merged<'a>(mut leaves: Vec<Leaf<'a>>, args: &'a Args<'a>, parent: Oid,
             }
         });
         leaves.sort_by(|a, b| text_cmp(&b.newest, &a.newest, collation));
-        let id_column = pg_sys::get_attnum(parent, c"id".as_ptr());
-        // Rows found but not yet in the page, newest first, with their ids.
-        let mut waiting: Vec<(Vec<u8>, Datum)> = Vec::new();
         for i in 0..leaves.len() {
             // waiting rows above the leaf's newest id beat all of its rows
             let newest = std::mem::take(&mut leaves[i].newest);
@@ -180,6 +191,85 @@ unsafe fn merged<'a>(mut leaves: Vec<Leaf<'a>>, args: &'a Args<'a>, parent: Oid,
         for walk in leaves.into_iter().filter_map(|l| l.walk) {
             walk.end();
         }
+    }
+}
+
+/// Whether leaf `leaf` has no row in the call's window: its largest id,
+/// from a btree led by `id` (`scan::largest_id`), is below the window's
+/// floor. False when it has no such index.
+///
+/// # Safety
+/// As [`fill`].
+unsafe fn below_window(leaf: &Leaf) -> bool {
+    let Some(index) = leaf.layout.id_index else {
+        return false;
+    };
+    let cols = leaf.layout.cols;
+    // SAFETY: as the caller's; the leaf is locked, its layout this epoch's.
+    unsafe {
+        scan::largest_id(leaf.oid, index, (cols.id, cols.id_collation)).is_some_and(|id| {
+            let floor = crate::datum::varlena_bytes(leaf.call.floor);
+            text_cmp(&id, floor, cols.id_collation).is_lt()
+        })
+    }
+}
+
+/// A leaf the session found rare for the call's pair lately, answered
+/// whole by GIN (`rare::gin_in_place`): its newest matches
+/// in the window, as many as the page wants, added to `waiting` (in no
+/// order). Its pagination index is not read: the merge needs no newest
+/// id of a leaf read whole. False, having added nothing, when the entries
+/// do not answer; the walk begun is left in `leaf.walk`.
+///
+/// # Safety
+/// As [`fill`].
+unsafe fn answered_whole<'a>(
+    leaf: &mut Leaf<'a>,
+    args: &'a Args<'a>,
+    page: &mut Page,
+    (id_column, collation): (i16, Oid),
+    waiting: &mut Vec<(Vec<u8>, Datum)>,
+) -> bool {
+    let call = &leaf.call;
+    // as `walk::fill` takes a remembered route: a window of ULIDs
+    let ulids = crate::datum::varlena_bytes(call.before) > &alerts_core::ulid::floor(0)[..];
+    if !(call.paths.gin && ulids) || call.compiled.matches_nothing() {
+        return false;
+    }
+    let routes = &leaf.table.value.as_ref().expect("prepared").routes;
+    // SAFETY: the call's datums are live.
+    let key = unsafe { Routes::key(call.org, call.filter, call.columns) };
+    let Some(key) = key.filter(|k| routes.fresh(k).is_some()) else {
+        return false;
+    };
+    // SAFETY: as the caller's; the walk begun is ended here or by the
+    // merge.
+    unsafe {
+        let mut walk = begin(leaf, args);
+        let call = &leaf.call;
+        // a first page's window has no top: the ids at or after '8' too
+        let upper = (!call.first_page).then_some(call.before);
+        let (before, started) = (trace::now(), std::time::Instant::now());
+        trace::page_starts(Route::RememberedKeys);
+        page.divert(None, id_column, collation);
+        let answered = rare::gin_in_place(call, &mut walk, page, ((call.floor, false), upper));
+        waiting.extend(page.take_aside());
+        if answered {
+            walk.end();
+            let after = trace::now();
+            let table = leaf.table.value.as_mut().expect("prepared");
+            table.routes.answered(
+                key,
+                RareCost {
+                    fetched: after.fetched.wrapping_sub(before.fetched),
+                    statements: false,
+                    micros: started.elapsed().as_micros() as u64,
+                },
+            );
+        } else {
+            leaf.walk = Some(walk);
+        }
+        answered
     }
 }
 

@@ -89,6 +89,36 @@ pub unsafe fn small_gin(
     read
 }
 
+/// The rows of `window` read in place from GIN alone, when it answers:
+/// its small entries where the table also has the tenant keys (else the
+/// keys answer), its whole bitmap where it has not. False, having added
+/// nothing, when it does not answer (then the caller walks).
+///
+/// # Safety
+/// As [`rest_of_page`].
+pub unsafe fn gin_in_place(
+    call: &Call,
+    walker: &mut dyn Walk,
+    page: &mut Page,
+    window: ((Datum, bool), Option<Datum>),
+) -> bool {
+    // SAFETY: as the caller's.
+    unsafe {
+        if call.paths.keys {
+            return small_gin(call, walker, page, window);
+        }
+        let Some(path) = call.jsonpath.as_ref().filter(|_| call.paths.gin) else {
+            return false;
+        };
+        let path = crate::datum::jsonpath_datum_kept(path);
+        let read = walker.bitmap_range(Bitmap::Gin(path), window.0, window.1, page);
+        if read {
+            trace::rare_path(false);
+        }
+        read
+    }
+}
+
 /// The rest of a page without the keys index, when the table has a GIN
 /// index and the filter a jsonpath: the index read directly by the walker
 /// where it can, else one GIN statement (`gin`, given the filter's

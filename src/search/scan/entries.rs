@@ -95,6 +95,11 @@ unsafe fn read(
         {
             return None;
         }
+        // as `scanPendingInsert`: with fast update, new entries go to the
+        // pending list, not to the pages read below
+        if fast_update(rel) {
+            super::ssi::relation_read(rel);
+        }
         let collation = match *(*rel).rd_indcollation {
             c if c == pg_sys::InvalidOid => pg_sys::DEFAULT_COLLATION_OID,
             c => c,
@@ -110,6 +115,25 @@ unsafe fn read(
             tids.extend(entry(rel, &cmp, at_most.checked_sub(tids.len())?)?);
         }
         Some(tids)
+    }
+}
+
+/// `GinOptions`: a GIN index's options (`WITH (fastupdate = ...)`).
+#[repr(C)]
+#[allow(dead_code)] // laid out as Postgres lays it out; one field read
+struct Options {
+    vl_len: i32,
+    use_fast_update: bool,
+    pending_list_cleanup_size: i32,
+}
+
+/// Whether the index takes new entries into its pending list
+/// (`GinGetUseFastUpdate`: on unless set off).
+unsafe fn fast_update(rel: pg_sys::Relation) -> bool {
+    // SAFETY: a GIN index's parsed options are `GinOptions`.
+    unsafe {
+        let options = (*rel).rd_options as *const Options;
+        options.is_null() || (*options).use_fast_update
     }
 }
 
@@ -251,6 +275,8 @@ unsafe fn entry(
             }
             let (mut low, mut high) = (1u16, maxoff + 1);
             if op.flags & GIN_LEAF != 0 {
+                // as `startScanEntry`: the leaf where the key is or would be
+                super::ssi::page_read(rel, pg_sys::BufferGetBlockNumber(buf));
                 let mut hit = Some(None);
                 while high > low {
                     let mid = low + (high - low) / 2;

@@ -21,12 +21,16 @@
 //! - `heap.rs`: a candidate's row fetched and checked exactly;
 //! - `keys.rs`: ranges of the tenant-keys index read in place;
 //! - `entries.rs`: a GIN index's inline entries read in place;
-//! - `ends.rs`: the first entry of a range, by a second scan.
+//! - `ends.rs`: the first entry of a range, by a second scan; `largest.rs`:
+//!   a table's largest id; `ssi.rs`: predicate locks of pages read in place.
 
 mod ends;
 mod entries;
 mod heap;
 mod keys;
+mod largest;
+mod ssi;
+pub use largest::largest_id;
 
 use std::cell::OnceCell;
 
