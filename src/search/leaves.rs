@@ -8,12 +8,16 @@
 //! on one level, they hold ranges that do not overlap: each is walked into
 //! the page in turn, newest range first, until the page is full; older
 //! leaves are not opened. Otherwise (by `created_at`, a default
-//! partition, levels) their ids may overlap: each is opened and its
-//! newest id in the window read (the first entry of its walk, left for
-//! the walk), and they are walked in that order, each for as many rows as
-//! the page still needs below its newest id (rows already found above it
-//! beat every row it has), until the page is full of rows newer than the
-//! next leaf's newest id; the rows are merged newest first.
+//! partition, levels) their ids may overlap. A leaf whose largest id, any
+//! tenant's, is below the window (the high end of a btree led by `id`,
+//! such as a primary key `(id, created_at)`) is left unopened; a leaf the
+//! session remembers as rare for the pair is answered whole by GIN, its
+//! newest rows set aside for the merge. Every other leaf is opened and
+//! its newest id in the window read (the first entry of its walk, left
+//! for the walk), and they are walked in that order, each for as many
+//! rows as the page still needs below its newest id (rows already found
+//! above it beat every row it has), until the page is full of rows newer
+//! than the next leaf's newest id; the rows are merged newest first.
 //!
 //! One partition set for the call: the leaves are opened, and locked, at
 //! the start, and every read of the call (the walks, the rare paths'
