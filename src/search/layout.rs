@@ -133,7 +133,9 @@ pub unsafe fn indexes(relid: Oid) -> Indexes {
                         id_index = Some((oid, desc));
                     }
                     // the btree whose layout carries the bitmap, if any
-                    let candidate = walk.then(|| walk_layout(index, oid, cols)).flatten();
+                    let candidate = walk
+                        .then(|| walk_layout(index, &shape, oid, cols))
+                        .flatten();
                     if let Some(candidate) = candidate.filter(|c| {
                         found.direct.is_none_or(|b| {
                             b.bitmap_in_index.is_none() && c.bitmap_in_index.is_some()
@@ -158,27 +160,30 @@ pub unsafe fn indexes(relid: Oid) -> Indexes {
 }
 
 /// The direct walk's layout through `index` (valid, non-partial, with
-/// relation id `oid`), when it is a btree led by the tenant's and the id's
-/// columns (`cols`), both in text's own order.
+/// relation id `oid`, read as `shape`), when it is a btree led by the
+/// tenant's and the id's columns (`cols`), both in text's own order.
 ///
 /// # Safety
 /// `index` is open.
-unsafe fn walk_layout(index: pg_sys::Relation, oid: Oid, cols: Columns) -> Option<Layout> {
+unsafe fn walk_layout(
+    index: pg_sys::Relation,
+    shape: &IndexShape,
+    oid: Oid,
+    cols: Columns,
+) -> Option<Layout> {
     // SAFETY: as the caller's; the key array is read within its length.
     unsafe {
         let form = &*(*index).rd_index;
         let keys = form.indkey.values.as_slice(form.indnatts as usize);
-        IndexShape::of_relation(index)
-            .paginates(cols.leading())
-            .then(|| Layout {
-                index: oid,
-                id_desc: *(*index).rd_indoption.add(1) as u32 & pg_sys::INDOPTION_DESC != 0,
-                bitmap_in_index: keys.iter().position(|&k| k == cols.bitmap),
-                cols,
-                keys_index: None,
-                gin_index: None,
-                id_index: None,
-            })
+        shape.paginates(cols.leading()).then(|| Layout {
+            index: oid,
+            id_desc: *(*index).rd_indoption.add(1) as u32 & pg_sys::INDOPTION_DESC != 0,
+            bitmap_in_index: keys.iter().position(|&k| k == cols.bitmap),
+            cols,
+            keys_index: None,
+            gin_index: None,
+            id_index: None,
+        })
     }
 }
 

@@ -29,14 +29,12 @@
 //! granted on it, or a row-level policy of its own: the rare paths'
 //! statements name the leaf), the call takes the statement walk instead.
 
-use alerts_core::walk::RareCost;
 use pgrx::pg_sys::{self, Datum, Oid};
 
 use super::args::Args;
 use super::call::Call;
 use super::layout::Layout;
 use super::page::Page;
-use super::routes::Routes;
 use super::scan::{self, IndexWalk};
 use super::session::{self, Held, Table};
 use super::trace::{self, Route};
@@ -235,15 +233,12 @@ unsafe fn answered_whole<'a>(
     waiting: &mut Vec<(Vec<u8>, Datum)>,
 ) -> bool {
     let call = &leaf.call;
-    // as `walk::fill` takes a remembered route: a window of ULIDs
-    let ulids = crate::datum::varlena_bytes(call.before) > &alerts_core::ulid::floor(0)[..];
-    if !(call.paths.gin && ulids) || call.compiled.matches_nothing() {
+    if !call.paths.gin || call.compiled.matches_nothing() {
         return false;
     }
     let routes = &leaf.table.value.as_ref().expect("prepared").routes;
     // SAFETY: the call's datums are live.
-    let key = unsafe { Routes::key(call.org, call.filter, call.columns) };
-    let Some(key) = key.filter(|k| routes.fresh(k).is_some()) else {
+    let (Some(key), Some(_)) = (unsafe { walk::remembered(routes, call) }) else {
         return false;
     };
     // SAFETY: as the caller's; the walk begun is ended here or by the
@@ -260,16 +255,10 @@ unsafe fn answered_whole<'a>(
         waiting.extend(page.take_aside());
         if answered {
             walk.end();
-            let after = trace::now();
             let table = leaf.table.value.as_mut().expect("prepared");
-            table.routes.answered(
-                key,
-                RareCost {
-                    fetched: after.fetched.wrapping_sub(before.fetched),
-                    statements: false,
-                    micros: started.elapsed().as_micros() as u64,
-                },
-            );
+            table
+                .routes
+                .answered(key, walk::cost_since(before, started));
         } else {
             leaf.walk = Some(walk);
         }

@@ -105,18 +105,36 @@ pub unsafe fn gin_in_place(
     // SAFETY: as the caller's.
     unsafe {
         if call.paths.keys {
-            return small_gin(call, walker, page, window);
+            small_gin(call, walker, page, window)
+        } else {
+            gin_bitmap(call, walker, page, window)
         }
-        let Some(path) = call.jsonpath.as_ref().filter(|_| call.paths.gin) else {
-            return false;
-        };
-        let path = crate::datum::jsonpath_datum_kept(path);
-        let read = walker.bitmap_range(Bitmap::Gin(path), window.0, window.1, page);
-        if read {
-            trace::rare_path(false);
-        }
-        read
     }
+}
+
+/// The rows of `window` from the GIN index's bitmap for the filter's
+/// jsonpath, read in place by the walker; false, having added nothing,
+/// when the table has no such index, the filter no jsonpath, or the
+/// walker cannot read it (a lossy bitmap).
+///
+/// # Safety
+/// As [`rest_of_page`].
+unsafe fn gin_bitmap(
+    call: &Call,
+    walker: &mut dyn Walk,
+    page: &mut Page,
+    (lower, upper): ((Datum, bool), Option<Datum>),
+) -> bool {
+    let Some(path) = call.jsonpath.as_ref().filter(|_| call.paths.gin) else {
+        return false;
+    };
+    let path = crate::datum::jsonpath_datum_kept(path);
+    // SAFETY: as the caller's.
+    let read = unsafe { walker.bitmap_range(Bitmap::Gin(path), lower, upper, page) };
+    if read {
+        trace::rare_path(false);
+    }
+    read
 }
 
 /// The rest of a page without the keys index, when the table has a GIN
@@ -139,9 +157,9 @@ pub unsafe fn gin_or_walk(
     unsafe {
         match &call.jsonpath {
             Some(path) if call.paths.gin => {
-                trace::rare_path(false);
-                let path = crate::datum::jsonpath_datum_kept(path);
-                if !walker.bitmap_range(Bitmap::Gin(path), lower, upper, page) {
+                if !gin_bitmap(call, walker, page, (lower, upper)) {
+                    trace::rare_path(false);
+                    let path = crate::datum::jsonpath_datum_kept(path);
                     page.add_rare(gin(path, Datum::from(page.rare_want())));
                 }
             }

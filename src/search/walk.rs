@@ -45,20 +45,7 @@ pub unsafe fn fill(
         if call.compiled.matches_nothing() {
             return; // a key with no accepted values: no row matches
         }
-        let route = if call.paths.any() {
-            Routes::key(call.org, call.filter, call.columns)
-        } else {
-            None
-        };
-        // What a walk found rare was a window of ULIDs: the ids below
-        // the ULID range, which the custom scan reads as a window of their
-        // own (usually none: one descent), are walked; a rare path there
-        // would read the whole GIN bitmap again for nothing.
-        let ulids = crate::datum::varlena_bytes(call.before) > &ulid::floor(0)[..];
-        let fresh = route
-            .as_ref()
-            .filter(|_| ulids)
-            .and_then(|key| routes.fresh(key));
+        let (route, fresh) = remembered(routes, call);
         if call.first_page && (fresh.is_some() || !walker.reads_above_first()) {
             // Ids at or after '8' (not ULIDs: other schemes, lowercase
             // hex...) come first in the index; usually there are none and
@@ -75,6 +62,43 @@ pub unsafe fn fill(
             return;
         }
         chunks(st, routes, route, call, walker, page);
+    }
+}
+
+/// The call's pair in the route memory (when shortcuts are on and the
+/// table offers a rare path), and the weeks to read first when the session
+/// found it rare lately.
+///
+/// # Safety
+/// The call's datums are live.
+pub unsafe fn remembered(routes: &Routes, call: &Call) -> (Option<Key>, Option<u64>) {
+    let route = if call.paths.any() {
+        // SAFETY: as the caller's.
+        unsafe { Routes::key(call.org, call.filter, call.columns) }
+    } else {
+        None
+    };
+    // What a walk found rare was a window of ULIDs: the ids below the ULID
+    // range, which the custom scan reads as a window of their own (usually
+    // none: one descent), are walked; a rare path there would read the
+    // whole GIN bitmap again for nothing.
+    // SAFETY: as the caller's.
+    let ulids = unsafe { crate::datum::varlena_bytes(call.before) } > &ulid::floor(0)[..];
+    let fresh = route
+        .as_ref()
+        .filter(|_| ulids)
+        .and_then(|key| routes.fresh(key));
+    (route, fresh)
+}
+
+/// What a rare path's answer cost, from the trace's counters and the
+/// clock taken before it (`before`, `started`), for the route memory.
+pub fn cost_since(before: trace::Trace, started: std::time::Instant) -> RareCost {
+    let after = trace::now();
+    RareCost {
+        fetched: after.fetched.wrapping_sub(before.fetched),
+        statements: after.statements != before.statements,
+        micros: started.elapsed().as_micros() as u64,
     }
 }
 
@@ -97,15 +121,7 @@ unsafe fn rest_of_page(
     let (before, started) = (trace::now(), std::time::Instant::now());
     // SAFETY: as the caller's.
     unsafe { rare::rest_of_page(st, call, walker, cursor, page, weeks) };
-    let after = trace::now();
-    routes.answered(
-        key,
-        RareCost {
-            fetched: after.fetched.wrapping_sub(before.fetched),
-            statements: after.statements != before.statements,
-            micros: started.elapsed().as_micros() as u64,
-        },
-    );
+    routes.answered(key, cost_since(before, started));
 }
 
 /// The chunked walk from the call's cursor down.
