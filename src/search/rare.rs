@@ -70,7 +70,30 @@ pub unsafe fn small_gin(
     page: &mut Page,
     (lower, upper): ((Datum, bool), Option<Datum>),
 ) -> bool {
-    if !(call.paths.keys && call.paths.gin) {
+    if !call.paths.keys {
+        return false;
+    }
+    let at_most = page.rare_want().max(0) as usize + SMALL_GIN_EXTRA;
+    // SAFETY: as the caller's.
+    unsafe { gin_listing_few(call, walker, page, (lower, upper), at_most) }
+}
+
+/// The rest of a page over `window` (as [`gin_or_walk`]'s) from GIN's
+/// entries read in place, when those of one of the filter's clauses list
+/// at most `at_most` rows in the whole relation; false, having added
+/// nothing, when they list more (or the table has no GIN, or the walker
+/// does not read in place).
+///
+/// # Safety
+/// As [`rest_of_page`].
+pub unsafe fn gin_listing_few(
+    call: &Call,
+    walker: &mut dyn Walk,
+    page: &mut Page,
+    (lower, upper): ((Datum, bool), Option<Datum>),
+    at_most: usize,
+) -> bool {
+    if !call.paths.gin {
         return false;
     }
     let paths: Vec<Datum> = call
@@ -79,7 +102,6 @@ pub unsafe fn small_gin(
         .iter()
         .map(crate::datum::jsonpath_datum_kept)
         .collect();
-    let at_most = page.rare_want().max(0) as usize + SMALL_GIN_EXTRA;
     // SAFETY: as the caller's.
     let read = !paths.is_empty()
         && unsafe { walker.bitmap_range(Bitmap::SmallGin(&paths, at_most), lower, upper, page) };

@@ -15,8 +15,8 @@
 
 use alerts_core::ulid;
 use alerts_core::walk::{
-    first_chunk, leave_despite_cost, leave_walk, next_chunk, remember_after_window, RareCost,
-    FIRST_WEEKS,
+    first_chunk, gin_rows_cheaper, leave_despite_cost, leave_walk, next_chunk,
+    remember_after_window, RareCost, FIRST_WEEKS,
 };
 use pgrx::pg_sys::{self, Datum};
 
@@ -185,6 +185,12 @@ unsafe fn chunks(
                 }
                 return;
             }
+            if first
+                && walker.reads_bitmaps()
+                && gin_instead(routes, &route, call, walker, page, (&walked, chunk))
+            {
+                return;
+            }
             collected += walked.hits;
             if !call.paths.any() {
                 // Nothing to leave for: walk the rest without a chunk bound.
@@ -196,6 +202,43 @@ unsafe fn chunks(
             first = false;
         }
     }
+}
+
+/// After the first chunk (`walked`, of `chunk` entries) left the page
+/// short: the rest of it from GIN's entries read in place below the walk,
+/// when they list fewer rows than the walk left would cost in entries
+/// (`gin_rows_cheaper`: one descent a key, and nothing read when they list
+/// more). Then the pair goes straight to the rare path for a while, as
+/// when the walk leaves by its rate.
+///
+/// # Safety
+/// As [`fill`]; the walker reads in place.
+unsafe fn gin_instead(
+    routes: &mut Routes,
+    route: &Option<Key>,
+    call: &Call,
+    walker: &mut dyn Walk,
+    page: &mut Page,
+    (walked, chunk): (&Walked, i64),
+) -> bool {
+    let Some(at_most) = gin_rows_cheaper(walked.hits, chunk, page.want) else {
+        return false;
+    };
+    let (before, started) = (trace::now(), std::time::Instant::now());
+    // SAFETY: as the caller's.
+    unsafe {
+        let cursor = walker.cursor().unwrap_or(call.before);
+        let window = ((call.floor, false), Some(cursor));
+        if !rare::gin_listing_few(call, walker, page, window, at_most) {
+            return false;
+        }
+    }
+    trace::left_walk(walked.hits, walked.entries);
+    if let Some(key) = route.clone() {
+        routes.remember(key.clone(), FIRST_WEEKS);
+        routes.answered(key, cost_since(before, started));
+    }
+    true
 }
 
 /// The walker of prepared statements: each chunk one statement from the
