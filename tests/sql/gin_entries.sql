@@ -9,7 +9,8 @@
 -- answer ('k' is in every row, 'u' in one). Every page is
 -- compared with the exact query; the routes are EXPLAIN ANALYZE's of the
 -- same page in plain SQL. 30,000 distinct values give GIN's entry tree an
--- inner level, so the descent is checked on every leaf page of it.
+-- inner level, so the descent is checked on every leaf page of it. At
+-- the end, a table without the tenant keys.
 SET client_min_messages = warning;
 SET TimeZone = 'UTC';
 
@@ -108,6 +109,53 @@ CREATE INDEX ge_gin_ops ON ge USING gin (attribute_values) WITH (fastupdate = of
 SELECT f, bool_and(ge_exact(f, size, NULL)) AS exact, ge_route(f) AS route
 FROM unnest(ARRAY['{"u": "v15000"}', '{"r": "rare"}']::jsonb[]) f, generate_series(1, 2) run, unnest(ARRAY[1, 50]) size
 GROUP BY f ORDER BY f::text;
+
+-- Without the tenant keys: GIN's entries answer the rest of a page when
+-- they list fewer rows than the walk left would cost in entries (ten a
+-- row). After a first chunk of 1,000 entries with one match in 100, a
+-- page of 50 is 40 rows short: 4,000 entries, 400 rows. 'pct' is in 300
+-- of tenant A's rows and no other tenant's: GIN answers. 'wide' is in as
+-- many of A's and 6,000 of B's: A's walk goes on. The route is of the
+-- first of the page's reads (plain SQL); the pair is then remembered rare.
+CREATE TABLE gw (id text COLLATE "C" PRIMARY KEY, organisation_id text COLLATE "C" NOT NULL,
+                 attribute_values jsonb NOT NULL, attribute_values_bitmap bit(512));
+CREATE TRIGGER alerts_bloom BEFORE INSERT OR UPDATE ON gw FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger();
+INSERT INTO gw (id, organisation_id, attribute_values)
+SELECT alerts_ulid(timestamptz '2026-01-01' + g * interval '5 minutes'), 'A',
+       jsonb_build_object('u', 'v' || g)
+       || CASE g % 100 WHEN 3 THEN '{"p": "pct"}' WHEN 5 THEN '{"w": "wide"}' ELSE '{}' END::jsonb
+FROM generate_series(1, 30000) g;
+INSERT INTO gw (id, organisation_id, attribute_values)
+SELECT alerts_ulid(timestamptz '2026-01-01' + g * interval '7 minutes'), 'B', '{"w": "wide"}'
+FROM generate_series(1, 6000) g;
+CREATE INDEX gw_page ON gw (organisation_id, id DESC) INCLUDE (attribute_values_bitmap);
+CREATE INDEX gw_gin ON gw USING gin (attribute_values jsonb_path_ops) WITH (fastupdate = off);
+VACUUM ANALYZE gw;
+CREATE FUNCTION gw_page(f jsonb, size int, cursor text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    q text := format('SELECT id FROM gw WHERE organisation_id = %L AND attribute_values @> %L AND id < %L ORDER BY id DESC LIMIT %s',
+                     'A', f, coalesce(cursor, '~'), size);
+    plan jsonb;
+    node text[];
+    planner text[];
+    search text[];
+BEGIN
+    EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON, COSTS OFF, TIMING OFF) ' || q INTO plan;
+    SELECT array_agg(id) INTO search FROM alerts_search(NULL::gw, 'A', f, '-infinity', cursor, size);
+    EXECUTE 'SELECT array_agg(id) FROM (' || q || ') s' INTO node;
+    SET LOCAL alerts.custom_scan = off;
+    EXECUTE 'SELECT array_agg(id) FROM (' || q || ') s' INTO planner;
+    SET LOCAL alerts.custom_scan = on;
+    RETURN format('%s, %s row(s): %s',
+                  CASE WHEN node IS NOT DISTINCT FROM planner AND search IS NOT DISTINCT FROM planner THEN 'exact' ELSE 'WRONG' END,
+                  coalesce(cardinality(node), 0), jsonb_path_query_first(plan, '$.**."Routes Taken"') #>> '{}');
+END $$;
+SELECT f, size, cursor, gw_page(f, size, cursor) AS first, gw_page(f, size, cursor) AS again
+FROM unnest(ARRAY['{"p": "pct"}', '{"w": "wide"}']::jsonb[]) f, unnest(ARRAY[20, 50]) size,
+     unnest(ARRAY[NULL, alerts_ulid_floor('2026-02-20')]) cursor
+ORDER BY f::text, size, cursor NULLS FIRST;
+DROP FUNCTION gw_page(jsonb, int, text);
+DROP TABLE gw;
 
 DROP VIEW ge_filters;
 DROP FUNCTION ge_exact(jsonb, int, text);
