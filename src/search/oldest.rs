@@ -22,7 +22,8 @@
 //! chunk.
 
 use alerts_core::keys::{clause_keys, week_floor};
-use alerts_core::walk::{first_chunk, leave_walk, next_chunk, WeekRanges};
+use alerts_core::walk::{first_chunk, leave_walk, next_chunk};
+use alerts_core::weeks::WeekRanges;
 use pgrx::pg_sys::Datum;
 
 use super::call::{Ascending, Call};

@@ -5,7 +5,8 @@
 //! walk without a chunk bound.
 
 use alerts_core::keys::{clause_keys, week_floor, week_of_id, NO_WEEK, WEEK_MS};
-use alerts_core::walk::{WeekRanges, FIRST_WEEKS};
+use alerts_core::walk::FIRST_WEEKS;
+use alerts_core::weeks::WeekRanges;
 use pgrx::pg_sys::Datum;
 
 use super::call::Call;

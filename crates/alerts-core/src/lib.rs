@@ -21,6 +21,7 @@ pub mod postings;
 pub mod routes;
 pub mod ulid;
 pub mod walk;
+pub mod weeks;
 
 pub use bloom::{Bitmap, BITMAP_BITS, BITMAP_BYTES, FORMAT_VERSION, HASHES};
 pub use error::Error;
