@@ -186,6 +186,7 @@ unsafe fn chunks(
                 return;
             }
             if first
+                && call.paths.gin
                 && walker.reads_bitmaps()
                 && gin_instead(routes, &route, call, walker, page, (&walked, chunk))
             {
