@@ -15,6 +15,7 @@ use pgrx::pg_sys::{self, AttrNumber, Datum, Oid};
 use pgrx::PgSqlErrorCode;
 
 use crate::datum::{arg, cstr_owned, error, jsonb_value, varlena_bytes, OrRaise};
+use crate::unguarded::{self, guarded};
 
 crate::datum::finfo_v1!(pg_finfo_alerts_columns_match);
 
@@ -89,14 +90,20 @@ impl Columns {
     /// # Safety
     /// `value` returns datums of the compiled row type's columns.
     pub unsafe fn matches(&self, value: impl Fn(AttrNumber) -> Option<Datum>) -> bool {
-        self.tests.iter().all(|t| match value(t.attno) {
-            None => t.null,
-            // SAFETY: both datums are of the column's type, which `eq`
-            // compares.
-            Some(v) => t.values.iter().any(|&x| unsafe {
-                pg_sys::FunctionCall2Coll(t.eq, t.collation, v, x).value() != 0
-            }),
-        })
+        // SAFETY: both datums are of the column's type, which `eq`
+        // compares; every comparison under one guard (`value` reads the
+        // row in place).
+        unsafe {
+            guarded(|g| {
+                self.tests.iter().all(|t| match value(t.attno) {
+                    None => t.null,
+                    Some(v) => t
+                        .values
+                        .iter()
+                        .any(|&x| unguarded::call2(g, t.eq, t.collation, v, x).value() != 0),
+                })
+            })
+        }
     }
 }
 

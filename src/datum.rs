@@ -315,20 +315,11 @@ pub fn free_dropped_jsonpaths() {
     }
 }
 
-/// `a` against `b` as the text type compares them in `collation`.
+/// `a` against `b` as the text type compares them in `collation` (one
+/// guarded call; loops compare under one guard, `crate::unguarded`).
 pub fn text_cmp(a: &[u8], b: &[u8], collation: pg_sys::Oid) -> std::cmp::Ordering {
-    // SAFETY: both slices are live for the call; varstr_cmp reads exactly
-    // their lengths.
-    let c = unsafe {
-        pg_sys::varstr_cmp(
-            a.as_ptr() as *const _,
-            a.len() as i32,
-            b.as_ptr() as *const _,
-            b.len() as i32,
-            collation,
-        )
-    };
-    c.cmp(&0)
+    // SAFETY: one comparison of two live slices.
+    unsafe { crate::unguarded::guarded(|g| crate::unguarded::text_cmp(g, a, b, collation)) }
 }
 
 /// A `jsonb` datum parsed from JSON text (through jsonb's input function).

@@ -23,6 +23,7 @@ mod search;
 mod settings;
 mod trigger;
 mod ulid_fns;
+mod unguarded;
 
 pgrx::pg_module_magic!();
 

@@ -134,7 +134,7 @@ unsafe fn merged<'a>(mut leaves: Vec<Leaf<'a>>, args: &'a Args<'a>, parent: Oid,
         // first those of the leaves GIN answers whole.
         let mut waiting: Vec<(Vec<u8>, Datum)> = Vec::new();
         leaves.retain_mut(|l| !answered_whole(l, args, page, (id_column, collation), &mut waiting));
-        waiting.sort_by(|a, b| text_cmp(&b.0, &a.0, collation));
+        crate::unguarded::sort_by_text(&mut waiting, |w| &w.0, collation, true);
         waiting.truncate(page.want.max(0) as usize);
         // newest first; a leaf without rows in the window is not walked
         leaves.retain_mut(|l| {
@@ -151,7 +151,7 @@ unsafe fn merged<'a>(mut leaves: Vec<Leaf<'a>>, args: &'a Args<'a>, parent: Oid,
                 }
             }
         });
-        leaves.sort_by(|a, b| text_cmp(&b.newest, &a.newest, collation));
+        crate::unguarded::sort_by_text(&mut leaves, |l| &l.newest, collation, true);
         for i in 0..leaves.len() {
             // waiting rows above the leaf's newest id beat all of its rows
             let newest = std::mem::take(&mut leaves[i].newest);
@@ -180,7 +180,7 @@ unsafe fn merged<'a>(mut leaves: Vec<Leaf<'a>>, args: &'a Args<'a>, parent: Oid,
             waiting.extend(page.take_aside());
             if !straight {
                 // stable: a leaf's rows of one id keep their order
-                waiting.sort_by(|a, b| text_cmp(&b.0, &a.0, collation));
+                crate::unguarded::sort_by_text(&mut waiting, |w| &w.0, collation, true);
                 waiting.truncate(page.want.max(0) as usize);
             }
             leaf.walk = Some(walk);

@@ -337,6 +337,40 @@ CREATE TABLE no_eq (id text PRIMARY KEY, organisation_id text, doc json, attribu
 CREATE INDEX ON no_eq (organisation_id, id);
 SELECT * FROM alerts_search(NULL::no_eq, 'o', '{}', columns => '{"doc": "{}"}');
 DROP TABLE no_eq;
+-- An ERROR raised inside the walk's batched calls (here the column's
+-- equality, through a range type whose comparison raises) is a clean
+-- ERROR, and the session searches exactly afterwards, in the same
+-- transaction after a caught one too.
+CREATE FUNCTION boom_cmp(a text, b text) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  IF least(a, b) = 'a' AND greatest(a, b) = 'boom' THEN RAISE EXCEPTION 'boom_cmp refuses % against %', a, b; END IF;
+  RETURN bttextcmp(a, b);
+END $$;
+CREATE OPERATOR CLASS boom_ops FOR TYPE text USING btree AS
+  OPERATOR 1 <, OPERATOR 2 <=, OPERATOR 3 =, OPERATOR 4 >=, OPERATOR 5 >, FUNCTION 1 boom_cmp(text, text);
+CREATE TYPE boom_range AS RANGE (subtype = text, subtype_opclass = boom_ops);
+CREATE TABLE booms (id text COLLATE "C" PRIMARY KEY, organisation_id text COLLATE "C", r boom_range,
+                    attribute_values jsonb, attribute_values_bitmap bit(512));
+CREATE TRIGGER booms_bloom BEFORE INSERT OR UPDATE ON booms FOR EACH ROW EXECUTE FUNCTION alerts_bloom_trigger();
+CREATE INDEX ON booms (organisation_id, id DESC) INCLUDE (attribute_values_bitmap);
+INSERT INTO booms SELECT alerts_ulid(now() - i * interval '1 minute'), 'o',
+                         (CASE WHEN i = 5 THEN '[boom,zz)' ELSE '[a,c)' END)::boom_range, '{"k": "v"}'
+FROM generate_series(1, 10) i;
+SELECT count(*) FROM alerts_search(NULL::booms, 'o', '{"k": "v"}', columns => '{"r": ["[a,c)"]}');
+DO $$ BEGIN
+  PERFORM * FROM alerts_search(NULL::booms, 'o', '{"k": "v"}', columns => '{"r": ["[a,c)"]}');
+EXCEPTION WHEN raise_exception THEN RAISE NOTICE 'caught: %', SQLERRM;
+END $$;
+BEGIN;
+DO $$ BEGIN
+  PERFORM * FROM alerts_search(NULL::booms, 'o', '{"k": "v"}', columns => '{"r": ["[a,c)"]}');
+EXCEPTION WHEN raise_exception THEN NULL;
+END $$;
+UPDATE booms SET r = '[b,c)' WHERE lower(r) = 'boom';
+SELECT (SELECT array_agg(id) FROM alerts_search(NULL::booms, 'o', '{"k": "v"}', columns => '{"r": ["[a,c)"]}'))
+     = (SELECT array_agg(id ORDER BY id DESC) FROM booms WHERE lower(r) = 'a') AS exact_after_caught_error;
+COMMIT;
+DROP TABLE booms; DROP TYPE boom_range; DROP OPERATOR FAMILY boom_ops USING btree; DROP FUNCTION boom_cmp;
 -- Cancellation: a long walk (heap, no GIN, no match, whole history) stops on statement_timeout.
 DROP INDEX alerts_gin;
 DROP INDEX idx_alerts_pagination_bitmap;

@@ -4,8 +4,31 @@
 
 use pgrx::pg_sys::{self, Datum};
 
-use super::{deform_entry, IndexWalk};
+use super::IndexWalk;
 use crate::datum::text_cmp as compare;
+
+/// Deforms the index tuple `scan` stands on into `values` and `nulls` (one
+/// entry per index column) and returns its `id` (column 2).
+///
+/// # Safety
+/// The scan returns index tuples (`xs_want_itup`) and stands on one; the id
+/// is valid until the scan moves.
+unsafe fn deform_entry<'t>(
+    scan: pg_sys::IndexScanDesc,
+    values: &mut [Datum],
+    nulls: &mut [bool],
+) -> &'t [u8] {
+    // SAFETY: as the caller's; the arrays have an entry per index column.
+    unsafe {
+        pg_sys::index_deform_tuple(
+            (*scan).xs_itup,
+            (*scan).xs_itupdesc,
+            values.as_mut_ptr(),
+            nulls.as_mut_ptr(),
+        );
+        crate::datum::varlena_bytes(values[1])
+    }
+}
 
 impl IndexWalk<'_> {
     /// The id of the walk's first entry, visible or not, read by the

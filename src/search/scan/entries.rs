@@ -22,6 +22,7 @@
 
 use std::cmp::Ordering;
 
+use crate::unguarded::{self, guarded, Guard};
 use alerts_core::postings::{self, Tid};
 use pgrx::pg_sys::{self, Datum, Oid};
 
@@ -108,8 +109,8 @@ unsafe fn read(
         let compare = pg_sys::index_getprocinfo(rel, 1, pg_sys::GIN_COMPARE_PROC as u16);
         let mut tids = Vec::new();
         for key in keys {
-            let cmp = |d: Datum| {
-                let c = pg_sys::FunctionCall2Coll(compare, collation, key, d).value() as i32;
+            let cmp = |g: &Guard, d: Datum| {
+                let c = unguarded::call2(g, compare, collation, key, d).value() as i32;
                 c.cmp(&0)
             };
             tids.extend(entry(rel, &cmp, at_most.checked_sub(tids.len())?)?);
@@ -213,8 +214,9 @@ unsafe fn tuple(page: pg_sys::Page, offset: u16) -> Option<(pg_sys::IndexTuple, 
 
 /// The key compared with the tuple's (a null one sorts after every key).
 unsafe fn versus(
+    g: &Guard,
     rel: pg_sys::Relation,
-    cmp: &dyn Fn(Datum) -> Ordering,
+    cmp: &dyn Fn(&Guard, Datum) -> Ordering,
     page: pg_sys::Page,
     offset: u16,
 ) -> Option<(Ordering, pg_sys::IndexTuple, usize)> {
@@ -224,8 +226,8 @@ unsafe fn versus(
         if (*itup).t_info as u32 & pg_sys::INDEX_NULL_MASK != 0 {
             return Some((Ordering::Less, itup, len));
         }
-        let key = pg_sys::nocache_index_getattr(itup, 1, (*rel).rd_att);
-        Some((cmp(key), itup, len))
+        let key = unguarded::first_index_column(g, itup, (*rel).rd_att);
+        Some((cmp(g, key), itup, len))
     }
 }
 
@@ -239,7 +241,7 @@ pub(super) fn block_of(tid: &pg_sys::ItemPointerData) -> u32 {
 /// read in place.
 unsafe fn entry(
     rel: pg_sys::Relation,
-    cmp: &dyn Fn(Datum) -> Ordering,
+    cmp: &dyn Fn(&Guard, Datum) -> Ordering,
     at_most: usize,
 ) -> Option<Vec<Tid>> {
     // SAFETY: one page pinned and share-locked at a time, released on
@@ -261,7 +263,7 @@ unsafe fn entry(
             let rightmost = op.rightlink == pg_sys::InvalidBlockNumber;
             // a concurrent split moved keys above the page's last right
             if !rightmost && maxoff >= 1 {
-                match versus(rel, cmp, page, maxoff) {
+                match guarded(|g| versus(g, rel, cmp, page, maxoff)) {
                     None => break None,
                     Some((Ordering::Greater, ..)) => {
                         let next = pg_sys::ReadBuffer(rel, op.rightlink);
@@ -277,23 +279,19 @@ unsafe fn entry(
             if op.flags & GIN_LEAF != 0 {
                 // as `startScanEntry`: the leaf where the key is or would be
                 super::ssi::page_read(rel, pg_sys::BufferGetBlockNumber(buf));
-                let mut hit = Some(None);
-                while high > low {
-                    let mid = low + (high - low) / 2;
-                    match versus(rel, cmp, page, mid) {
-                        None => hit = None,
-                        Some((Ordering::Equal, itup, len)) => hit = Some(Some((itup, len))),
-                        Some((Ordering::Greater, ..)) => {
-                            low = mid + 1;
-                            continue;
-                        }
-                        Some((Ordering::Less, ..)) => {
-                            high = mid;
-                            continue;
+                // the binary search under one guard
+                let hit = guarded(|g| {
+                    while high > low {
+                        let mid = low + (high - low) / 2;
+                        match versus(g, rel, cmp, page, mid) {
+                            None => return None,
+                            Some((Ordering::Equal, itup, len)) => return Some(Some((itup, len))),
+                            Some((Ordering::Greater, ..)) => low = mid + 1,
+                            Some((Ordering::Less, ..)) => high = mid,
                         }
                     }
-                    break;
-                }
+                    Some(None)
+                });
                 break match hit {
                     None => None,
                     Some(None) => Some(Vec::new()),
@@ -302,28 +300,23 @@ unsafe fn entry(
             }
             // an inner page: the child whose key is the first at or above
             // the key's (`entryLocateEntry`)
-            let mut child = Some(None);
-            while high > low {
-                let mid = low + (high - low) / 2;
-                let order = if mid == maxoff && rightmost {
-                    Some(Ordering::Less) // the right infinity
-                } else {
-                    versus(rel, cmp, page, mid).map(|(o, ..)| o)
-                };
-                match order {
-                    None => child = None,
-                    Some(Ordering::Equal) => child = Some(Some(mid)),
-                    Some(Ordering::Greater) => {
-                        low = mid + 1;
-                        continue;
-                    }
-                    Some(Ordering::Less) => {
-                        high = mid;
-                        continue;
+            let child = guarded(|g| {
+                while high > low {
+                    let mid = low + (high - low) / 2;
+                    let order = if mid == maxoff && rightmost {
+                        Some(Ordering::Less) // the right infinity
+                    } else {
+                        versus(g, rel, cmp, page, mid).map(|(o, ..)| o)
+                    };
+                    match order {
+                        None => return None,
+                        Some(Ordering::Equal) => return Some(Some(mid)),
+                        Some(Ordering::Greater) => low = mid + 1,
+                        Some(Ordering::Less) => high = mid,
                     }
                 }
-                break;
-            }
+                Some(None)
+            });
             let child = child.map(|c| c.unwrap_or(high)).filter(|&c| c <= maxoff);
             let Some((itup, _)) = child.and_then(|c| tuple(page, c)) else {
                 break None;

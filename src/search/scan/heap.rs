@@ -8,6 +8,7 @@ use super::IndexWalk;
 use crate::columns::Columns;
 use crate::search::page::Page;
 use crate::search::spi::cstr_owned;
+use crate::unguarded::{self, guarded};
 
 /// Deforms the slot's row up to column `upto`; then [`slot_column`] reads
 /// any column up to it.
@@ -44,7 +45,9 @@ impl IndexWalk<'_> {
         // SAFETY: the scan is positioned on an entry; the slot holds the
         // fetched tuple until the next fetch.
         unsafe {
-            if !pg_sys::index_fetch_heap(self.scan, self.slot) {
+            let (scan, slot, upto) = (self.scan, self.slot, self.upto());
+            // the fetch and the deform under one guard
+            if !guarded(|g| unguarded::fetch_entry_row(g, scan, slot, upto)) {
                 return false; // not visible to this snapshot
             }
             // None: the heap row's bitmap (not in the index) refused it,
@@ -66,14 +69,7 @@ impl IndexWalk<'_> {
         // SAFETY: the slot holds the fetched tuple.
         unsafe {
             let slot = self.slot;
-            deform_slot(
-                slot,
-                self.layout
-                    .cols
-                    .attrs
-                    .max(self.layout.cols.bitmap)
-                    .max(self.last_column()),
-            );
+            deform_slot(slot, self.upto());
             let value = |attno| slot_column(slot, attno);
             if self.layout.bitmap_in_index.is_none() {
                 if let Some(bm) = value(self.layout.cols.bitmap) {
@@ -92,6 +88,12 @@ impl IndexWalk<'_> {
                     && crate::jsonb::exact_match_of(self.filter, attrs, self.whole),
             )
         }
+    }
+
+    /// The last column the exact check reads of a candidate's row.
+    fn upto(&self) -> AttrNumber {
+        let cols = self.layout.cols;
+        cols.attrs.max(cols.bitmap).max(self.last_column())
     }
 
     /// A candidate checked exactly, for the trace.
@@ -205,31 +207,8 @@ impl IndexWalk<'_> {
         buffer: pg_sys::Buffer,
         tid: pg_sys::ItemPointerData,
     ) -> bool {
+        let (heap, slot) = (self.heap, self.slot);
         // SAFETY: the buffer holds tid's page and is pinned by the caller.
-        unsafe {
-            let mut tid = tid;
-            pg_sys::ExecClearTuple(self.slot);
-            // The tuple header lives in the slot, which keeps a pointer to
-            // it (as the heap's own index fetch does).
-            let tuple = &raw mut (*(self.slot as *mut pg_sys::BufferHeapTupleTableSlot))
-                .base
-                .tupdata;
-            let mut all_dead = false;
-            pg_sys::LockBuffer(buffer, pg_sys::BUFFER_LOCK_SHARE as i32);
-            let found = pg_sys::heap_hot_search_buffer(
-                &mut tid,
-                self.heap,
-                buffer,
-                pg_sys::GetActiveSnapshot(),
-                tuple,
-                &mut all_dead,
-                true,
-            );
-            pg_sys::LockBuffer(buffer, pg_sys::BUFFER_LOCK_UNLOCK as i32);
-            if found {
-                pg_sys::ExecStoreBufferHeapTuple(tuple, self.slot, buffer);
-            }
-            found
-        }
+        unsafe { guarded(|g| unguarded::hot_fetch(g, heap, slot, buffer, tid)) }
     }
 }

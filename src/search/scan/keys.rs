@@ -8,12 +8,12 @@
 use pgrx::pg_sys::{self, Datum, Oid};
 
 use super::entries;
-use super::heap::{deform_slot, slot_column};
+use super::heap::slot_column;
 use super::IndexWalk;
-use crate::datum::text_cmp as compare;
 use crate::search::page::Page;
 use crate::search::trace;
 use crate::search::walker::Bitmap;
+use crate::unguarded::{self, guarded, text_cmp as compare};
 
 /// The strategy of `&&` in GIN's array operator classes.
 const GIN_OVERLAP: u32 = 1;
@@ -106,44 +106,48 @@ impl IndexWalk<'_> {
         // SAFETY: the slot holds the fetched tuple while it is read; the
         // entry context is reset after.
         unsafe {
-            if !self.fetch(buffer, tid) {
-                return None;
-            }
             let l = self.layout.cols;
-            let old = pg_sys::MemoryContextSwitchTo(self.entry_cxt);
-            let slot = self.slot;
-            deform_slot(
-                slot,
-                l.org
-                    .max(l.id)
-                    .max(l.attrs)
-                    .max(l.bitmap)
-                    .max(self.last_column()),
-            );
-            let value = |attno| slot_column(slot, attno);
+            let (heap, slot, filter) = (self.heap, self.slot, self.filter);
+            let upto = l
+                .org
+                .max(l.id)
+                .max(l.attrs)
+                .max(l.bitmap)
+                .max(self.last_column());
             let bytes = |d: Datum| crate::datum::varlena_bytes(d);
             let tenant = bytes(self.keys[0].sk_argument);
-            let id = match (value(l.org), value(l.id), value(l.attrs)) {
-                (Some(org), Some(id), Some(attrs)) => {
-                    let id = bytes(id);
-                    let above = compare(id, bytes(lower), l.id_collation);
-                    // the tenant's row in the range that the bloom admits
-                    // is checked exactly (and counted, as the walk counts
-                    // its candidates); a GIN index's other tenants' rows
-                    // and rows outside the window are not
-                    let candidate = compare(bytes(org), tenant, l.org_collation).is_eq()
-                        && (above.is_gt() || (above.is_eq() && !strict))
-                        && upper.is_none_or(|u| compare(id, bytes(u), l.id_collation).is_lt())
-                        && value(l.bitmap).is_none_or(|bm| {
-                            self.filter.bloom_match_bytes(crate::datum::bitmap_arg(bm))
-                        });
-                    let matched = candidate
-                        && self.columns_match()
+            let old = pg_sys::MemoryContextSwitchTo(self.entry_cxt);
+            // The fetch and the cheap tests under one guard: the tenant's
+            // row in the range that the bloom admits is a candidate, checked
+            // exactly below (and counted, as the walk counts its
+            // candidates); a GIN index's other tenants' rows and rows
+            // outside the window are not.
+            let fetched = guarded(|g| {
+                if !unguarded::hot_fetch(g, heap, slot, buffer, tid) {
+                    return None;
+                }
+                unguarded::deform(g, slot, upto);
+                let value = |attno| slot_column(slot, attno);
+                let (Some(org), Some(id), Some(attrs)) =
+                    (value(l.org), value(l.id), value(l.attrs))
+                else {
+                    return Some(None);
+                };
+                let above = compare(g, bytes(id), bytes(lower), l.id_collation);
+                let candidate = compare(g, bytes(org), tenant, l.org_collation).is_eq()
+                    && (above.is_gt() || (above.is_eq() && !strict))
+                    && upper
+                        .is_none_or(|u| compare(g, bytes(id), bytes(u), l.id_collation).is_lt())
+                    && value(l.bitmap)
+                        .is_none_or(|bm| filter.bloom_match_bytes(crate::datum::bitmap_arg(bm)));
+                Some(candidate.then_some((id, attrs)))
+            });
+            let id = match fetched {
+                Some(Some((id, attrs))) => {
+                    let matched = self.columns_match()
                         && crate::jsonb::exact_match_of(self.filter, attrs, self.whole);
-                    if candidate {
-                        self.count(matched);
-                    }
-                    matched.then(|| id.to_vec())
+                    self.count(matched);
+                    matched.then(|| bytes(id).to_vec())
                 }
                 _ => None,
             };
@@ -273,11 +277,7 @@ impl IndexWalk<'_> {
                 // column's collation; a page's row without a copy fetched
                 // again (same snapshot, same version).
                 let collation = self.layout.cols.id_collation;
-                if self.ascending {
-                    found.sort_by(|a, b| compare(&a.0, &b.0, collation));
-                } else {
-                    found.sort_by(|a, b| compare(&b.0, &a.0, collation));
-                }
+                unguarded::sort_by_text(&mut found, |f| &f.0, collation, !self.ascending);
                 for (_, tid, copy) in found.iter().take(want) {
                     if !copy.is_null() {
                         self.add_heap_tuple(*copy, page);

@@ -45,29 +45,7 @@ use super::trace;
 use super::walker::{Bitmap, Walk, Walked};
 use crate::columns::Columns;
 use crate::datum::text_cmp as compare;
-
-/// Deforms the index tuple `scan` stands on into `values` and `nulls` (one
-/// entry per index column) and returns its `id` (column 2).
-///
-/// # Safety
-/// The scan returns index tuples (`xs_want_itup`) and stands on one; the id
-/// is valid until the scan moves.
-unsafe fn deform_entry<'t>(
-    scan: pg_sys::IndexScanDesc,
-    values: &mut [Datum],
-    nulls: &mut [bool],
-) -> &'t [u8] {
-    // SAFETY: as the caller's; the arrays have an entry per index column.
-    unsafe {
-        pg_sys::index_deform_tuple(
-            (*scan).xs_itup,
-            (*scan).xs_itupdesc,
-            values.as_mut_ptr(),
-            nulls.as_mut_ptr(),
-        );
-        crate::datum::varlena_bytes(values[1])
-    }
-}
+use crate::unguarded::{self, guarded};
 
 /// One call's scan of the pagination index.
 pub struct IndexWalk<'a> {
@@ -279,17 +257,18 @@ impl<'a> IndexWalk<'a> {
         unsafe {
             while !page.is_full() {
                 pgrx::check_for_interrupts!();
-                if self.pending {
-                    // the scan still stands on it
-                    self.pending = false;
-                } else if pg_sys::index_getnext_tid(self.scan, self.direction).is_null() {
+                // the next entry, unless the scan still stands on it
+                let advance = !std::mem::take(&mut self.pending);
+                let (scan, direction) = (self.scan, self.direction);
+                let (v, n) = (values.as_mut_slice(), nulls.as_mut_slice());
+                if !guarded(|g| unguarded::next_entry(g, scan, direction, advance, v, n)) {
                     self.done = true;
                     if stop_at_eight {
                         self.below_eight = Some(None);
                     }
                     break;
                 }
-                let id = deform_entry(self.scan, &mut values, &mut nulls);
+                let id = crate::datum::varlena_bytes(values[1]);
                 if stop_at_eight && compare(id, b"8", self.layout.cols.id_collation).is_lt() {
                     // Consumed, not read: the walk below '8' starts the scan
                     // again (see `above`).

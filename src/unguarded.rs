@@ -1,0 +1,351 @@
+//! Postgres functions called in batches under one guard.
+//!
+//! pgrx puts every `pg_sys` call behind a guard of its own (a `sigsetjmp`,
+//! so that an ERROR raised inside becomes a Rust panic and Rust's frames
+//! unwind). On the pages that fetch, check and sort a few dozen rows those
+//! guards were 10-14% of a search's time in the server (`perf` of
+//! `benches/percall.sh`'s loop, 2026-12-02). The hot loops make their calls
+//! here instead: [`guarded`] sets one guard for a batch, and the functions
+//! below can be called only with its token, so only inside one.
+//!
+//! What keeps this sound: an ERROR inside a batch jumps straight back to
+//! its guard, past every frame between, whose destructors do not run. The
+//! closure given to [`guarded`] therefore holds no value with a destructor
+//! (no `Vec` made inside, no `RefCell` borrow, no std sort, whose frames
+//! restore the slice in destructors): only pointers, numbers and slices
+//! borrowed from outside. A `longjmp` across such plain frames is defined
+//! (the `C-unwind` RFC's "plain old frames"). After the guard the ERROR is
+//! a panic, as from any other `pg_sys` call.
+//!
+//! Every function declared here exists with the same signature in each
+//! major this builds for (15, 16, 18; checked against their headers).
+
+#![allow(non_snake_case)]
+
+use std::ffi::{c_char, c_int};
+use std::marker::PhantomData;
+
+use pgrx::pg_sys::{
+    self, Buffer, Datum, FmgrInfo, HeapTuple, IndexScanDesc, IndexTuple, ItemPointer, Oid,
+    Relation, ScanDirection, Snapshot, TupleDesc, TupleTableSlot,
+};
+
+/// Proof of a guard: made by [`guarded`] for the batch's closure only.
+pub struct Guard {
+    _batch_only: PhantomData<*mut ()>,
+}
+
+/// Runs `f` under one guard: an ERROR raised by a call inside becomes a
+/// Rust panic here. `f` holds no value with a destructor (see the module's
+/// text).
+///
+/// # Safety
+/// On the backend's main thread, in a state where the calls `f` makes are
+/// valid.
+pub unsafe fn guarded<T>(f: impl FnOnce(&Guard) -> T) -> T {
+    // SAFETY: as the caller's.
+    unsafe {
+        pg_sys::ffi::pg_guard_ffi_boundary(|| {
+            f(&Guard {
+                _batch_only: PhantomData,
+            })
+        })
+    }
+}
+
+mod raw {
+    use super::*;
+    unsafe extern "C-unwind" {
+        pub fn varstr_cmp(
+            a: *const c_char,
+            alen: c_int,
+            b: *const c_char,
+            blen: c_int,
+            collid: Oid,
+        ) -> c_int;
+        pub fn LockBuffer(buffer: Buffer, mode: c_int);
+        pub fn GetActiveSnapshot() -> Snapshot;
+        pub fn heap_hot_search_buffer(
+            tid: ItemPointer,
+            relation: Relation,
+            buffer: Buffer,
+            snapshot: Snapshot,
+            heap_tuple: HeapTuple,
+            all_dead: *mut bool,
+            first_call: bool,
+        ) -> bool;
+        pub fn ExecStoreBufferHeapTuple(
+            tuple: HeapTuple,
+            slot: *mut TupleTableSlot,
+            buffer: Buffer,
+        ) -> *mut TupleTableSlot;
+        pub fn slot_getsomeattrs_int(slot: *mut TupleTableSlot, attnum: c_int);
+        pub fn nocache_index_getattr(tup: IndexTuple, attnum: c_int, desc: TupleDesc) -> Datum;
+        pub fn FunctionCall2Coll(
+            flinfo: *mut FmgrInfo,
+            collation: Oid,
+            a: Datum,
+            b: Datum,
+        ) -> Datum;
+        pub fn index_getnext_tid(
+            scan: IndexScanDesc,
+            direction: ScanDirection::Type,
+        ) -> ItemPointer;
+        pub fn index_deform_tuple(
+            tup: IndexTuple,
+            desc: TupleDesc,
+            values: *mut Datum,
+            isnull: *mut bool,
+        );
+        pub fn index_fetch_heap(scan: IndexScanDesc, slot: *mut TupleTableSlot) -> bool;
+    }
+}
+
+/// `a` against `b` as the text type compares them in `collation`
+/// (`varstr_cmp`); byte-equal strings are equal in every collation, without
+/// a call.
+///
+/// # Safety
+/// `collation` is a valid collation.
+pub unsafe fn text_cmp(_: &Guard, a: &[u8], b: &[u8], collation: Oid) -> std::cmp::Ordering {
+    if a == b {
+        return std::cmp::Ordering::Equal;
+    }
+    // SAFETY: both slices are live; varstr_cmp reads exactly their lengths.
+    let c = unsafe {
+        raw::varstr_cmp(
+            a.as_ptr().cast(),
+            a.len() as c_int,
+            b.as_ptr().cast(),
+            b.len() as c_int,
+            collation,
+        )
+    };
+    c.cmp(&0)
+}
+
+/// Fetches into `slot` (a buffer heap tuple slot of `heap`) the version of
+/// the row at `tid`, or of its HOT chain, that the active snapshot sees, as
+/// the heap's index fetch does; false if none.
+///
+/// # Safety
+/// `buffer` holds `tid`'s page and is pinned.
+pub unsafe fn hot_fetch(
+    _: &Guard,
+    heap: Relation,
+    slot: *mut TupleTableSlot,
+    buffer: Buffer,
+    mut tid: pg_sys::ItemPointerData,
+) -> bool {
+    // SAFETY: as the caller's. The tuple header lives in the slot, which
+    // keeps a pointer to it (as the heap's own index fetch does).
+    unsafe {
+        clear_slot(slot);
+        let tuple = &raw mut (*(slot as *mut pg_sys::BufferHeapTupleTableSlot))
+            .base
+            .tupdata;
+        let mut all_dead = false;
+        raw::LockBuffer(buffer, pg_sys::BUFFER_LOCK_SHARE as c_int);
+        let found = raw::heap_hot_search_buffer(
+            &mut tid,
+            heap,
+            buffer,
+            raw::GetActiveSnapshot(),
+            tuple,
+            &mut all_dead,
+            true,
+        );
+        raw::LockBuffer(buffer, pg_sys::BUFFER_LOCK_UNLOCK as c_int);
+        if found {
+            raw::ExecStoreBufferHeapTuple(tuple, slot, buffer);
+        }
+        found
+    }
+}
+
+/// Moves index scan `scan` to its next entry (unless `advance` is false:
+/// it stands on one) and deforms that entry into `values` and `nulls` (an
+/// entry per index column); false at the scan's end.
+///
+/// # Safety
+/// `scan` returns index tuples (`xs_want_itup`); the arrays have an entry
+/// per index column.
+pub unsafe fn next_entry(
+    _: &Guard,
+    scan: IndexScanDesc,
+    direction: ScanDirection::Type,
+    advance: bool,
+    values: &mut [Datum],
+    nulls: &mut [bool],
+) -> bool {
+    // SAFETY: as the caller's.
+    unsafe {
+        if advance && raw::index_getnext_tid(scan, direction).is_null() {
+            return false;
+        }
+        raw::index_deform_tuple(
+            (*scan).xs_itup,
+            (*scan).xs_itupdesc,
+            values.as_mut_ptr(),
+            nulls.as_mut_ptr(),
+        );
+        true
+    }
+}
+
+/// Fetches into `slot` the heap row of the entry index scan `scan` stands
+/// on, the version its snapshot sees (`index_fetch_heap`), and deforms it
+/// up to column `upto`; false if none is visible.
+///
+/// # Safety
+/// `scan` stands on an entry; `slot` is its heap's.
+pub unsafe fn fetch_entry_row(
+    g: &Guard,
+    scan: IndexScanDesc,
+    slot: *mut TupleTableSlot,
+    upto: i16,
+) -> bool {
+    // SAFETY: as the caller's.
+    unsafe {
+        raw::index_fetch_heap(scan, slot) && {
+            deform(g, slot, upto);
+            true
+        }
+    }
+}
+
+/// `ExecClearTuple`: an inline function in C, its slot's `clear` callback.
+///
+/// # Safety
+/// `slot` is a valid slot.
+unsafe fn clear_slot(slot: *mut TupleTableSlot) {
+    // SAFETY: every slot's operations have `clear`.
+    unsafe {
+        if let Some(clear) = (*(*slot).tts_ops).clear {
+            clear(slot)
+        }
+    }
+}
+
+/// Deforms the slot's row up to column `upto` (`slot_getsomeattrs`).
+///
+/// # Safety
+/// The slot holds a tuple with at least `upto` columns in its descriptor.
+pub unsafe fn deform(_: &Guard, slot: *mut TupleTableSlot, upto: i16) {
+    // SAFETY: as the caller's.
+    unsafe {
+        if ((*slot).tts_nvalid as i32) < upto as i32 {
+            raw::slot_getsomeattrs_int(slot, upto as c_int);
+        }
+    }
+}
+
+/// The first column of index tuple `itup` (`index_getattr`, not null).
+///
+/// # Safety
+/// `itup` is a tuple of an index whose descriptor is `desc`.
+pub unsafe fn first_index_column(_: &Guard, itup: IndexTuple, desc: TupleDesc) -> Datum {
+    // SAFETY: as the caller's.
+    unsafe { raw::nocache_index_getattr(itup, 1, desc) }
+}
+
+/// `FunctionCall2Coll`.
+///
+/// # Safety
+/// As Postgres' own.
+pub unsafe fn call2(_: &Guard, f: *mut FmgrInfo, collation: Oid, a: Datum, b: Datum) -> Datum {
+    // SAFETY: as the caller's.
+    unsafe { raw::FunctionCall2Coll(f, collation, a, b) }
+}
+
+/// The order of `keys` (indexes into it) sorted in `collation`, stable,
+/// newest (greatest) first when `descending`: one guard for every
+/// comparison. A merge sort of plain indexes, written here because std's
+/// sorts restore the slice in destructors, which an ERROR would skip.
+///
+/// # Safety
+/// `collation` is a valid collation.
+pub unsafe fn text_order(keys: &[&[u8]], collation: Oid, descending: bool) -> Vec<u32> {
+    let n = keys.len();
+    let mut order: Vec<u32> = (0..n as u32).collect();
+    if n < 2 {
+        return order;
+    }
+    let mut scratch = vec![0u32; n];
+    let (order_s, scratch_s) = (order.as_mut_slice(), scratch.as_mut_slice());
+    // SAFETY: as the caller's; the closure holds borrowed slices only.
+    let in_order = unsafe {
+        guarded(|g| {
+            // Whether key i goes before (or with, keeping order) key j.
+            let first = |i: u32, j: u32| {
+                let c = text_cmp(g, keys[i as usize], keys[j as usize], collation);
+                if descending {
+                    c.is_ge()
+                } else {
+                    c.is_le()
+                }
+            };
+            let (mut from, mut to) = (order_s, scratch_s);
+            let mut width = 1;
+            let mut swapped = false;
+            while width < n {
+                let mut start = 0;
+                while start < n {
+                    let mid = (start + width).min(n);
+                    let end = (start + 2 * width).min(n);
+                    let (mut i, mut j) = (start, mid);
+                    for slot in to[start..end].iter_mut() {
+                        let take_left = j >= end || (i < mid && first(from[i], from[j]));
+                        if take_left {
+                            *slot = from[i];
+                            i += 1;
+                        } else {
+                            *slot = from[j];
+                            j += 1;
+                        }
+                    }
+                    start = end;
+                }
+                std::mem::swap(&mut from, &mut to);
+                swapped = !swapped;
+                width *= 2;
+            }
+            !swapped
+        })
+    };
+    if in_order {
+        order
+    } else {
+        scratch
+    }
+}
+
+/// Sorts `items` by their text `key` in `collation` ([`text_order`]:
+/// stable, one guard), greatest first when `descending`.
+///
+/// # Safety
+/// `collation` is a valid collation.
+pub unsafe fn sort_by_text<T>(
+    items: &mut Vec<T>,
+    key: impl Fn(&T) -> &[u8],
+    collation: Oid,
+    descending: bool,
+) {
+    if items.len() < 2 {
+        return;
+    }
+    // SAFETY: as the caller's.
+    let order = unsafe {
+        text_order(
+            &items.iter().map(&key).collect::<Vec<_>>(),
+            collation,
+            descending,
+        )
+    };
+    let mut taken: Vec<Option<T>> = items.drain(..).map(Some).collect();
+    items.extend(
+        order
+            .into_iter()
+            .map(|i| taken[i as usize].take().expect("a permutation")),
+    );
+}
