@@ -249,9 +249,8 @@ pub type IdBounds = (Option<Vec<u8>>, Option<Vec<u8>>);
 /// Which partitions of `rel` may hold the call's rows, by partition
 /// index: partitioned by range on `id` in text's own order and `id`'s
 /// collation, those whose bounds meet `[floor, before)` (and true, and
-/// each one's bounds); by hash of
-/// `organisation_id` (text), the tenant's (and false, no bounds); None
-/// when the key says nothing of either.
+/// the bounds of those); by hash of `organisation_id` (text), the
+/// tenant's (and false, no bounds); None when the key says nothing.
 ///
 /// # Safety
 /// `rel` is an open partitioned table and `desc` its partition descriptor.
@@ -288,8 +287,7 @@ unsafe fn in_window(
             _ => return None,
         };
         let (floor, before) = (varlena_bytes(floor), before.map(|b| varlena_bytes(b)));
-        // Bound j of the sorted bounds: None for MINVALUE or MAXVALUE
-        // (then `j`'s side says which).
+        // Bound j of the sorted bounds (None: MINVALUE or MAXVALUE, by side)
         let bound = |j: usize| -> Option<&[u8]> {
             let kind = *(*(*bounds).kind.add(j));
             (kind == pg_sys::PartitionRangeDatumKind::PARTITION_RANGE_DATUM_VALUE)
@@ -305,14 +303,18 @@ unsafe fn in_window(
             let Ok(p) = usize::try_from(*(*bounds).indexes.add(j)) else {
                 continue;
             };
-            let below_floor = bound(j).is_some_and(|hi| text_cmp(hi, floor, collation).is_le());
-            let above_window = j > 0
-                && before
-                    .zip(bound(j - 1))
-                    .is_some_and(|(b, lo)| text_cmp(lo, b, collation).is_ge());
-            meets[p] = !below_floor && !above_window;
-            let lower = j.checked_sub(1).and_then(bound).map(<[u8]>::to_vec);
-            ranges[p] = Some((lower, bound(j).map(<[u8]>::to_vec)));
+            let below_floor = || bound(j).is_some_and(|hi| text_cmp(hi, floor, collation).is_le());
+            let above_window = || {
+                j > 0
+                    && before
+                        .zip(bound(j - 1))
+                        .is_some_and(|(b, lo)| text_cmp(lo, b, collation).is_ge())
+            };
+            meets[p] = !below_floor() && !above_window();
+            if meets[p] {
+                let lower = j.checked_sub(1).and_then(bound).map(<[u8]>::to_vec);
+                ranges[p] = Some((lower, bound(j).map(<[u8]>::to_vec)));
+            }
         }
         Some((meets, true, ranges))
     }
