@@ -177,3 +177,22 @@ def run_query(db, m, sql, port=None, user=None):
     out = subprocess.run(["psql", "-X", "-At", "-h", PG["host"], "-p", str(port or PG["port"]), "-U", user or PG["user"], "-d", db,
                           "-c", f"SELECT id FROM ({sql}) q"], check=True, capture_output=True, text=True, env=env)
     return out.stdout.split()
+
+
+def plan_shape(db, m, sql):
+    """The plan a method's query gets, as its nodes in order (`Limit >
+    Sort > Append > Bitmap Heap Scan > BitmapAnd > ...`): the planner's
+    choice for a peer can change with each ANALYZE's sample (every run on
+    a reused database analyzes anew), and a cell is read with the plan it
+    was timed with."""
+    env = dict(os.environ, PGOPTIONS=PGOPTIONS.get(m, ""))
+    out = subprocess.run(["psql", "-X", "-At", "-h", PG["host"], "-p", str(PG["port"]), "-U", PG["user"], "-d", db,
+                          "-c", f"EXPLAIN (COSTS OFF) {sql}"], check=True, capture_output=True, text=True, env=env)
+    nodes = []
+    for line in out.stdout.splitlines():
+        text = line.strip().removeprefix("->").strip()
+        if line.strip().startswith("->") or not nodes:
+            node = text.split(" on ")[0].split(" using ")[0]
+            if node and (not nodes or nodes[-1] != node):
+                nodes.append(node)
+    return " > ".join(nodes)

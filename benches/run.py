@@ -26,7 +26,7 @@ from pathlib import Path
 import common
 from common import ROOT, SIZES, bench_db, has_rum, psql
 from data import LAYOUTS, LAYOUT_METHODS, build, build_layout, layout_sizes, org_gin, refresh_extension, scenarios, sizes
-from methods import METHODS, _PGOPTIONS, method_sql, oracle, run_query, same_rows
+from methods import METHODS, _PGOPTIONS, method_sql, oracle, plan_shape, run_query, same_rows
 from timing import timed_cell, write_bench
 from report import svg_chart, write_table
 
@@ -147,13 +147,17 @@ def main():
                 print(f"  {m}: WRONG ROWS ({len(got)} rows, expected {len(want_ids)})")
                 continue
             runs.append((m, sql))
+        # the peers' plans, as timed (GIN's changes with the statistics' sample)
+        plans = {m: plan_shape(db, m, sql) for m, sql in runs if m in ("gin", "gin_all", "gin_org")}
+        for m, shape in plans.items():
+            print(f"  {m} plan: {shape}", flush=True)
         modes = ["prepared", "simple"] if s["core"] and not args.prepared_only else ["prepared"]
         for mode in ["connect"] if args.new_connections else modes:
             cell = timed_cell(db, runs, seconds, mode, work, args.transactions, args.rounds)
             for m, _ in runs:
                 r = cell[m]
                 results.append(dict(scenario=s["name"], tenant=s["tenant"], method=m, mode=mode,
-                                    matches=len(want), **r))
+                                    matches=len(want), **r, **({"plan": plans[m]} if m in plans else {})))
                 print(f"  {m:10s} {mode:8s} p50 {r['p50']:9.3f}  p95 {r['p95']:9.3f}  p99 {r['p99']:9.3f} ms  "
                       f"{r['tps']:8.1f} tps", flush=True)
     for r in results:
@@ -175,7 +179,7 @@ def main():
     (outdir / "results.json").write_text(json.dumps(dict(meta=meta, reads=results, writes=writes, sizes=sz,
                                                          failures=failures), indent=1))
     with open(outdir / "reads.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(results[0].keys()) if results else ["scenario"])
+        w = csv.DictWriter(fh, fieldnames=list(dict.fromkeys(k for r in results for k in r)) or ["scenario"])
         w.writeheader()
         w.writerows(results)
     if results:
