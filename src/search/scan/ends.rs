@@ -6,27 +6,27 @@ use pgrx::pg_sys::{self, Datum};
 
 use super::IndexWalk;
 use crate::datum::text_cmp as compare;
+use crate::unguarded::{self, guarded};
 
-/// Deforms the index tuple `scan` stands on into `values` and `nulls` (one
-/// entry per index column) and returns its `id` (column 2).
+/// The id (column 2) of the next entry index scan `scan` reads in
+/// `direction`, visible or not; None at the scan's end.
 ///
 /// # Safety
-/// The scan returns index tuples (`xs_want_itup`) and stands on one; the id
-/// is valid until the scan moves.
-unsafe fn deform_entry<'t>(
+/// The scan returns index tuples (`xs_want_itup`) of an index with
+/// `natts` columns.
+unsafe fn next_id(
     scan: pg_sys::IndexScanDesc,
-    values: &mut [Datum],
-    nulls: &mut [bool],
-) -> &'t [u8] {
-    // SAFETY: as the caller's; the arrays have an entry per index column.
+    direction: pg_sys::ScanDirection::Type,
+    natts: usize,
+) -> Option<Vec<u8>> {
+    let mut values = vec![Datum::from(0usize); natts];
+    let mut nulls = vec![false; natts];
+    let (v, n) = (values.as_mut_slice(), nulls.as_mut_slice());
+    // SAFETY: as the caller's; the arrays have an entry per index column,
+    // and the id is copied while the scan stands on its entry.
     unsafe {
-        pg_sys::index_deform_tuple(
-            (*scan).xs_itup,
-            (*scan).xs_itupdesc,
-            values.as_mut_ptr(),
-            nulls.as_mut_ptr(),
-        );
-        crate::datum::varlena_bytes(values[1])
+        guarded(|g| unguarded::next_entry(g, scan, direction, true, v, n))
+            .then(|| crate::datum::varlena_bytes(values[1]).to_vec())
     }
 }
 
@@ -42,14 +42,11 @@ impl IndexWalk<'_> {
         // stands on it.
         unsafe {
             self.restart();
-            if pg_sys::index_getnext_tid(self.scan, self.direction).is_null() {
+            let natts = (*(*self.index).rd_rel).relnatts as usize;
+            let Some(id) = next_id(self.scan, self.direction, natts) else {
                 self.done = true;
                 return None;
-            }
-            let natts = (*(*self.index).rd_rel).relnatts as usize;
-            let mut values = vec![Datum::from(0usize); natts];
-            let mut nulls = vec![false; natts];
-            let id = deform_entry(self.scan, &mut values, &mut nulls).to_vec();
+            };
             self.pending = true;
             if self.open_top && compare(&id, b"8", self.layout.cols.id_collation).is_lt() {
                 // A first page's scan read from the top: nothing is at or
@@ -119,12 +116,7 @@ impl IndexWalk<'_> {
             );
             (*scan).xs_want_itup = true;
             pg_sys::index_rescan(scan, keys.as_mut_ptr(), 3, std::ptr::null_mut(), 0);
-            let id = (!pg_sys::index_getnext_tid(scan, direction).is_null()).then(|| {
-                let natts = (*(*self.index).rd_rel).relnatts as usize;
-                let mut values = vec![Datum::from(0usize); natts];
-                let mut nulls = vec![false; natts];
-                deform_entry(scan, &mut values, &mut nulls).to_vec()
-            });
+            let id = next_id(scan, direction, (*(*self.index).rd_rel).relnatts as usize);
             pg_sys::index_endscan(scan);
             id
         }

@@ -17,11 +17,7 @@ use crate::unguarded::{self, guarded};
 /// The slot holds a tuple.
 pub(super) unsafe fn deform_slot(slot: *mut pg_sys::TupleTableSlot, upto: AttrNumber) {
     // SAFETY: as the caller's.
-    unsafe {
-        if ((*slot).tts_nvalid as i32) < upto as i32 {
-            pg_sys::slot_getsomeattrs_int(slot, upto as i32);
-        }
-    }
+    unsafe { guarded(|g| unguarded::deform(g, slot, upto)) }
 }
 
 /// Column `attno` of the slot's row, None when NULL.
