@@ -172,11 +172,16 @@ def same_rows(m, got, want):
     return got == want if m != "rum" else sorted(got) == sorted(want)
 
 
-def run_query(db, m, sql, port=None, user=None):
+def _as_method(db, m, command, port=None, user=None):
+    """`command`'s output, run in a session with method `m`'s options."""
     env = dict(os.environ, PGOPTIONS=PGOPTIONS.get(m, ""))
     out = subprocess.run(["psql", "-X", "-At", "-h", PG["host"], "-p", str(port or PG["port"]), "-U", user or PG["user"], "-d", db,
-                          "-c", f"SELECT id FROM ({sql}) q"], check=True, capture_output=True, text=True, env=env)
-    return out.stdout.split()
+                          "-c", command], check=True, capture_output=True, text=True, env=env)
+    return out.stdout
+
+
+def run_query(db, m, sql, port=None, user=None):
+    return _as_method(db, m, f"SELECT id FROM ({sql}) q", port, user).split()
 
 
 def plan_shape(db, m, sql):
@@ -185,11 +190,8 @@ def plan_shape(db, m, sql):
     choice for a peer can change with each ANALYZE's sample (every run on
     a reused database analyzes anew), and a cell is read with the plan it
     was timed with."""
-    env = dict(os.environ, PGOPTIONS=PGOPTIONS.get(m, ""))
-    out = subprocess.run(["psql", "-X", "-At", "-h", PG["host"], "-p", str(PG["port"]), "-U", PG["user"], "-d", db,
-                          "-c", f"EXPLAIN (COSTS OFF) {sql}"], check=True, capture_output=True, text=True, env=env)
     nodes = []
-    for line in out.stdout.splitlines():
+    for line in _as_method(db, m, f"EXPLAIN (COSTS OFF) {sql}").splitlines():
         text = line.strip().removeprefix("->").strip()
         if line.strip().startswith("->") or not nodes:
             node = text.split(" on ")[0].split(" using ")[0]
