@@ -254,3 +254,13 @@ pub unsafe fn heap_scan_slot_begun(css: *mut pg_sys::CustomScanState, estate: *m
     #[cfg(not(feature = "pg15"))]
     let _ = (css, estate);
 }
+
+/// Whether a table's `CHECK` constraint holds for every row it has: it is
+/// validated, and (PostgreSQL 18's `NOT ENFORCED`) enforced.
+pub fn check_holds(check: &pg_sys::ConstrCheck) -> bool {
+    #[cfg(not(feature = "pg18"))]
+    let enforced = true;
+    #[cfg(feature = "pg18")]
+    let enforced = check.ccenforced;
+    enforced && check.ccvalid
+}

@@ -8,9 +8,11 @@
 //! on one level, they hold ranges that do not overlap: each is walked into
 //! the page in turn, newest range first, until the page is full; older
 //! leaves are not opened. Otherwise (by `created_at`, a default
-//! partition, levels) their ids may overlap. A leaf whose largest id, any
-//! tenant's, is below the window (the high end of a btree led by `id`,
-//! such as a primary key `(id, created_at)`) is left unopened; a leaf the
+//! partition, levels) their ids may overlap. A leaf whose validated
+//! `CHECK` constraints keep its ids out of the window (`checks.rs`) is
+//! locked but not opened; one whose largest id, any tenant's, is below
+//! the window (the high end of a btree led by `id`, such as a primary key
+//! `(id, created_at)`) is left unopened; a leaf the
 //! session remembers as rare for the pair is answered whole by GIN, its
 //! newest rows set aside for the merge. Every other leaf is opened and
 //! its newest id in the window read (the first entry of its walk, left
@@ -38,7 +40,7 @@ use super::page::Page;
 use super::scan::{self, IndexWalk};
 use super::session::{self, Held, Table};
 use super::trace::{self, Route};
-use super::{partitions, rare, reader, walk};
+use super::{checks, partitions, rare, reader, walk};
 use crate::datum::text_cmp;
 
 /// One leaf of the call: its session entry, its call, its walk once
@@ -68,6 +70,11 @@ pub unsafe fn fill<'a>(parent: Oid, args: &'a Args<'a>, page: &mut Page) -> bool
         // every leaf first: the call reads all of them directly, or none
         let mut leaves = Vec::new();
         for (i, &leaf) in found.oids.iter().enumerate() {
+            // ids that overlap: a leaf whose CHECK keeps them out of the
+            // window is locked, not opened
+            if !found.by_id && checks::outside_window(leaf, args.floor, args.before) {
+                continue;
+            }
             match prepare(
                 leaf,
                 parent,

@@ -40,6 +40,7 @@
 
 mod args;
 mod call;
+mod checks;
 mod citus;
 mod index_shape;
 mod indexes;

@@ -1,0 +1,230 @@
+//! A leaf's ids as its `CHECK` constraints bound them. A table partitioned
+//! by `created_at` says nothing of the ids each partition holds, so every
+//! leaf would be opened and its index descended to learn that it has no id
+//! in the window; a validated `CHECK (id >= '…' AND id < '…')` on the leaf
+//! says it without reading the index, as Postgres' own constraint exclusion
+//! reads it. The leaf is still locked first, as the planner locks a
+//! partition before excluding it by its constraints.
+//!
+//! Only what is sure counts: validated (and, in 18, enforced) constraints
+//! of a heap table (a foreign table's are not enforced), conjuncts at the
+//! top of each, each a comparison of the `id` column with a text constant
+//! by text's own operators in the column's collation. Anything else bounds
+//! nothing. Read from the relcache once per relcache epoch.
+
+use std::cell::RefCell;
+
+use pgrx::pg_sys::{self, Datum, Oid};
+
+use crate::datum::{text_cmp, varlena_bytes};
+
+// text's own operators, text against text
+const TEXT_EQ: u32 = 98;
+const TEXT_LT: u32 = 664;
+const TEXT_LE: u32 = 665;
+const TEXT_GT: u32 = 666;
+const TEXT_GE: u32 = 667;
+
+/// One bound on a leaf's ids: the operator as if `id` were on its left,
+/// and the constant.
+struct Bound {
+    op: u32,
+    value: Vec<u8>,
+}
+
+/// One leaf's bounds, read in a relcache epoch, and the collation they
+/// compare in.
+struct LeafBounds {
+    leaf: Oid,
+    epoch: u64,
+    bounds: Vec<Bound>,
+    collation: Oid,
+}
+
+/// The bounds of each leaf read in this relcache epoch (a slot of the
+/// backend's state).
+#[derive(Default)]
+struct Checked(RefCell<Vec<LeafBounds>>);
+
+/// Whether leaf `leaf`'s `CHECK` constraints keep every id it may hold out
+/// of the window `[floor, before)` (`before` None: no top).
+///
+/// # Safety
+/// In a transaction; `floor` and `before` are live text datums. The leaf
+/// is locked here.
+pub unsafe fn outside_window(leaf: Oid, floor: Datum, before: Option<Datum>) -> bool {
+    // SAFETY: as the caller's; the lock is taken before the relcache entry
+    // is read, and accepts the invalidations of DDL that committed before.
+    unsafe {
+        pg_sys::LockRelationOid(leaf, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        let epoch = super::indexes::relcache_epoch();
+        let cache = &crate::backend::slot::<Checked>().0;
+        let known = cache
+            .borrow()
+            .iter()
+            .any(|e| e.leaf == leaf && e.epoch == epoch);
+        if !known {
+            let (bounds, collation) = read(leaf);
+            let mut cache = cache.borrow_mut();
+            cache.retain(|e| e.epoch == epoch && e.leaf != leaf);
+            cache.push(LeafBounds {
+                leaf,
+                epoch,
+                bounds,
+                collation,
+            });
+        }
+        let (floor, before) = (varlena_bytes(floor), before.map(|b| varlena_bytes(b)));
+        let cache = cache.borrow();
+        let Some(known) = cache.iter().find(|e| e.leaf == leaf) else {
+            return false;
+        };
+        let collation = known.collation;
+        known.bounds.iter().any(|b| {
+            let to_floor = || text_cmp(&b.value, floor, collation);
+            let to_before = || before.map(|x| text_cmp(&b.value, x, collation));
+            match b.op {
+                // every id below the value: the value at or below the floor
+                TEXT_LT => to_floor().is_le(),
+                TEXT_LE => to_floor().is_lt(),
+                // every id above the value: the value at or above the top
+                TEXT_GT | TEXT_GE => to_before().is_some_and(|o| o.is_ge()),
+                TEXT_EQ => to_floor().is_lt() || to_before().is_some_and(|o| o.is_ge()),
+                _ => false,
+            }
+        })
+    }
+}
+
+/// The bounds leaf `leaf`'s constraints put on `id`, and `id`'s collation;
+/// none when it is not a heap table or has no `id` column.
+///
+/// # Safety
+/// In a transaction; `leaf` is locked.
+unsafe fn read(leaf: Oid) -> (Vec<Bound>, Oid) {
+    let mut bounds = Vec::new();
+    // SAFETY: as the caller's; the relcache entry is read while open, and
+    // each constraint's expression is made in the current memory context.
+    unsafe {
+        let rel = pg_sys::relation_open(leaf, pg_sys::NoLock as pg_sys::LOCKMODE);
+        let desc = (*rel).rd_att;
+        let id = pg_sys::get_attnum(leaf, c"id".as_ptr());
+        let heap = (*(*rel).rd_rel).relkind == pg_sys::RELKIND_RELATION as std::ffi::c_char;
+        let constr = (*desc).constr;
+        let mut collation = pg_sys::InvalidOid;
+        if heap && id > 0 && !constr.is_null() {
+            collation = crate::compat::attribute(desc, id.into()).attcollation;
+            let n = usize::from((*constr).num_check);
+            for i in 0..n {
+                let check = &*(*constr).check.add(i);
+                if crate::compat::check_holds(check) && !check.ccbin.is_null() {
+                    // constants folded as the planner folds them
+                    // (`alerts_ulid_floor('2026-11-01')` to its text)
+                    let node = pg_sys::stringToNode(check.ccbin).cast::<pg_sys::Node>();
+                    let node = pg_sys::eval_const_expressions(std::ptr::null_mut(), node);
+                    conjuncts(node, (id, collation), &mut bounds);
+                }
+            }
+        }
+        pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+        (bounds, collation)
+    }
+}
+
+/// The bounds on `id` among the conjuncts of `node` (an `AND` read
+/// through).
+///
+/// # Safety
+/// `node` is an expression tree of a constraint.
+unsafe fn conjuncts(node: *mut pg_sys::Node, (id, collation): (i16, Oid), out: &mut Vec<Bound>) {
+    // SAFETY: as the caller's; nodes read only.
+    unsafe {
+        match (*node).type_ {
+            pg_sys::NodeTag::T_BoolExpr => {
+                let b = node.cast::<pg_sys::BoolExpr>();
+                if (*b).boolop == pg_sys::BoolExprType::AND_EXPR {
+                    for arg in crate::pg_list::ptrs::<pg_sys::Node>((*b).args) {
+                        conjuncts(arg, (id, collation), out);
+                    }
+                }
+            }
+            pg_sys::NodeTag::T_OpExpr => {
+                let op = node.cast::<pg_sys::OpExpr>();
+                let args = (*op).args;
+                let (2, Some(a), Some(b)) = (
+                    crate::pg_list::len(args),
+                    crate::pg_list::nth::<pg_sys::Node>(args, 0),
+                    crate::pg_list::nth::<pg_sys::Node>(args, 1),
+                ) else {
+                    return;
+                };
+                if (*op).inputcollid != collation {
+                    return;
+                }
+                let opno = u32::from((*op).opno);
+                let found = match (
+                    is_id(a, id),
+                    text_constant(b),
+                    is_id(b, id),
+                    text_constant(a),
+                ) {
+                    (true, Some(value), _, _) => Some((opno, value)),
+                    (_, _, true, Some(value)) => commuted(opno).map(|o| (o, value)),
+                    _ => None,
+                };
+                if let Some((op, value)) = found {
+                    if matches!(op, TEXT_EQ | TEXT_LT | TEXT_LE | TEXT_GT | TEXT_GE) {
+                        out.push(Bound { op, value });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The operator with its operands swapped, for text's comparisons.
+fn commuted(opno: u32) -> Option<u32> {
+    match opno {
+        TEXT_EQ => Some(TEXT_EQ),
+        TEXT_LT => Some(TEXT_GT),
+        TEXT_GT => Some(TEXT_LT),
+        TEXT_LE => Some(TEXT_GE),
+        TEXT_GE => Some(TEXT_LE),
+        _ => None,
+    }
+}
+
+/// Whether `node` is the `id` column (a varchar one reaches text's
+/// operators relabelled).
+///
+/// # Safety
+/// `node` is an expression node.
+unsafe fn is_id(mut node: *mut pg_sys::Node, id: i16) -> bool {
+    // SAFETY: nodes read only.
+    unsafe {
+        while (*node).type_ == pg_sys::NodeTag::T_RelabelType {
+            node = (*node.cast::<pg_sys::RelabelType>()).arg.cast();
+        }
+        (*node).type_ == pg_sys::NodeTag::T_Var && {
+            let var = node.cast::<pg_sys::Var>();
+            (*var).varlevelsup == 0 && (*var).varattno == id
+        }
+    }
+}
+
+/// The bytes of `node` when it is a text constant, not null.
+///
+/// # Safety
+/// `node` is an expression node.
+unsafe fn text_constant(node: *mut pg_sys::Node) -> Option<Vec<u8>> {
+    // SAFETY: nodes read only; a text constant's value is a varlena.
+    unsafe {
+        if (*node).type_ != pg_sys::NodeTag::T_Const {
+            return None;
+        }
+        let c = node.cast::<pg_sys::Const>();
+        ((*c).consttype == pg_sys::TEXTOID && !(*c).constisnull)
+            .then(|| varlena_bytes((*c).constvalue).to_vec())
+    }
+}
