@@ -97,7 +97,7 @@ pub unsafe fn outside_window(leaf: Oid, floor: Datum, before: Option<Datum>) -> 
 }
 
 /// The bounds leaf `leaf`'s constraints put on `id`, and `id`'s collation;
-/// none when it is not a heap table or has no `id` column.
+/// none when it is not a heap table, has no `id` column or is gone.
 ///
 /// # Safety
 /// In a transaction; `leaf` is locked.
@@ -106,7 +106,12 @@ unsafe fn read(leaf: Oid) -> (Vec<Bound>, Oid) {
     // SAFETY: as the caller's; the relcache entry is read while open, and
     // each constraint's expression is made in the current memory context.
     unsafe {
-        let rel = pg_sys::relation_open(leaf, pg_sys::NoLock as pg_sys::LOCKMODE);
+        // gone: detached concurrently and dropped since the partition tree
+        // was read (the leaf's own checks then send the call elsewhere)
+        let rel = pg_sys::try_relation_open(leaf, pg_sys::NoLock as pg_sys::LOCKMODE);
+        if rel.is_null() {
+            return (bounds, pg_sys::InvalidOid);
+        }
         let desc = (*rel).rd_att;
         let id = pg_sys::get_attnum(leaf, c"id".as_ptr());
         let heap = (*(*rel).rd_rel).relkind == pg_sys::RELKIND_RELATION as std::ffi::c_char;
