@@ -98,7 +98,55 @@ mod raw {
             isnull: *mut bool,
         );
         pub fn index_fetch_heap(scan: IndexScanDesc, slot: *mut TupleTableSlot) -> bool;
+        pub fn XidInMVCCSnapshot(xid: pg_sys::TransactionId, snapshot: Snapshot) -> bool;
+        pub fn TransactionIdIsCurrentTransactionId(xid: pg_sys::TransactionId) -> bool;
+        pub fn get_relation_constraint_oid(
+            relid: Oid,
+            conname: *const c_char,
+            missing_ok: bool,
+        ) -> Oid;
     }
+}
+
+/// Whether transaction `xid` committed before `snapshot` was taken, so
+/// that every row the snapshot sees was there when it committed: not this
+/// transaction, and not one the snapshot counts as running or later. A
+/// frozen or bootstrap `xid` did; an invalid one, or no snapshot, does not
+/// count.
+///
+/// # Safety
+/// `snapshot` is live or null; `xid` is of a committed catalog row.
+pub unsafe fn committed_before(_: &Guard, xid: pg_sys::TransactionId, snapshot: Snapshot) -> bool {
+    let raw_xid = xid.into_inner();
+    if snapshot.is_null() || raw_xid == 0 {
+        return false;
+    }
+    if raw_xid < pg_sys::TransactionId::FIRST_NORMAL.into_inner() {
+        return true;
+    }
+    // SAFETY: as the caller's.
+    unsafe {
+        !raw::TransactionIdIsCurrentTransactionId(xid) && !raw::XidInMVCCSnapshot(xid, snapshot)
+    }
+}
+
+/// The OID of table `relid`'s constraint named `name`; invalid when it has
+/// none.
+///
+/// # Safety
+/// `name` is a NUL-terminated string; in a transaction.
+pub unsafe fn constraint_oid(_: &Guard, relid: Oid, name: *const c_char) -> Oid {
+    // SAFETY: as the caller's.
+    unsafe { raw::get_relation_constraint_oid(relid, name, true) }
+}
+
+/// The statement's snapshot (`GetActiveSnapshot`).
+///
+/// # Safety
+/// Inside a statement.
+pub unsafe fn active_snapshot(_: &Guard) -> Snapshot {
+    // SAFETY: as the caller's.
+    unsafe { raw::GetActiveSnapshot() }
 }
 
 /// `a` against `b` as the text type compares them in `collation`

@@ -10,13 +10,18 @@
 //! of a heap table (a foreign table's are not enforced), conjuncts at the
 //! top of each, each a comparison of the `id` column with a text constant
 //! by text's own operators in the column's collation. Anything else bounds
-//! nothing. Read from the relcache once per relcache epoch.
+//! nothing. Read from the relcache once per relcache epoch. And only for a
+//! snapshot taken after the constraint was added or validated: a row
+//! deleted before that, which an older snapshot still sees, was never
+//! checked against it (Postgres' own constraint exclusion ignores this and
+//! would miss the row).
 
 use std::cell::RefCell;
 
 use pgrx::pg_sys::{self, Datum, Oid};
 
-use crate::datum::{text_cmp, varlena_bytes};
+use crate::datum::varlena_bytes;
+use crate::unguarded;
 
 // text's own operators, text against text
 const TEXT_EQ: u32 = 98;
@@ -26,10 +31,12 @@ const TEXT_GT: u32 = 666;
 const TEXT_GE: u32 = 667;
 
 /// One bound on a leaf's ids: the operator as if `id` were on its left,
-/// and the constant.
+/// the constant, and the transaction that last wrote its constraint's
+/// catalog row (added or validated it).
 struct Bound {
     op: u32,
     value: Vec<u8>,
+    xmin: pg_sys::TransactionId,
 }
 
 /// One leaf's bounds, read in a relcache epoch, and the collation they
@@ -80,18 +87,29 @@ pub unsafe fn outside_window(leaf: Oid, floor: Datum, before: Option<Datum>) -> 
             return false;
         };
         let collation = known.collation;
-        known.bounds.iter().any(|b| {
-            let to_floor = || text_cmp(&b.value, floor, collation);
-            let to_before = || before.map(|x| text_cmp(&b.value, x, collation));
-            match b.op {
-                // every id below the value: the value at or below the floor
-                TEXT_LT => to_floor().is_le(),
-                TEXT_LE => to_floor().is_lt(),
-                // every id above the value: the value at or above the top
-                TEXT_GT | TEXT_GE => to_before().is_some_and(|o| o.is_ge()),
-                TEXT_EQ => to_floor().is_lt() || to_before().is_some_and(|o| o.is_ge()),
-                _ => false,
-            }
+        let bounds = known.bounds.as_slice();
+        // one guard: the batch holds slices and numbers only
+        unguarded::guarded(|g| {
+            let snapshot = unguarded::active_snapshot(g);
+            bounds.iter().any(|b| {
+                // A constraint added or validated after the snapshot was
+                // taken says nothing of rows the snapshot still sees (one
+                // deleted before the constraint was checked).
+                if !unguarded::committed_before(g, b.xmin, snapshot) {
+                    return false;
+                }
+                let to_floor = || unguarded::text_cmp(g, &b.value, floor, collation);
+                let to_before = || before.map(|x| unguarded::text_cmp(g, &b.value, x, collation));
+                match b.op {
+                    // every id below the value: the value at or below the floor
+                    TEXT_LT => to_floor().is_le(),
+                    TEXT_LE => to_floor().is_lt(),
+                    // every id above the value: the value at or above the top
+                    TEXT_GT | TEXT_GE => to_before().is_some_and(|o| o.is_ge()),
+                    TEXT_EQ => to_floor().is_lt() || to_before().is_some_and(|o| o.is_ge()),
+                    _ => false,
+                }
+            })
         })
     }
 }
@@ -122,17 +140,49 @@ unsafe fn read(leaf: Oid) -> (Vec<Bound>, Oid) {
             let n = usize::from((*constr).num_check);
             for i in 0..n {
                 let check = &*(*constr).check.add(i);
-                if crate::compat::check_holds(check) && !check.ccbin.is_null() {
-                    // constants folded as the planner folds them
-                    // (`alerts_ulid_floor('2026-11-01')` to its text)
-                    let node = pg_sys::stringToNode(check.ccbin).cast::<pg_sys::Node>();
-                    let node = pg_sys::eval_const_expressions(std::ptr::null_mut(), node);
-                    conjuncts(node, (id, collation), &mut bounds);
+                if !crate::compat::check_holds(check) || check.ccbin.is_null() {
+                    continue;
+                }
+                let Some(xmin) = written_by(leaf, check.ccname) else {
+                    continue;
+                };
+                // constants folded as the planner folds them
+                // (`alerts_ulid_floor('2026-11-01')` to its text)
+                let node = pg_sys::stringToNode(check.ccbin).cast::<pg_sys::Node>();
+                let node = pg_sys::eval_const_expressions(std::ptr::null_mut(), node);
+                let first = bounds.len();
+                conjuncts(node, (id, collation), &mut bounds);
+                for b in &mut bounds[first..] {
+                    b.xmin = xmin;
                 }
             }
         }
         pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
         (bounds, collation)
+    }
+}
+
+/// The transaction that last wrote the catalog row of `leaf`'s constraint
+/// `name` (its `xmin`: the one that added it, or validated it later);
+/// None when there is none.
+///
+/// # Safety
+/// In a transaction; `leaf` is locked; `name` is NUL-terminated.
+unsafe fn written_by(leaf: Oid, name: *const std::ffi::c_char) -> Option<pg_sys::TransactionId> {
+    // SAFETY: as the caller's; the syscache tuple is read while held.
+    unsafe {
+        let oid = unguarded::guarded(|g| unguarded::constraint_oid(g, leaf, name));
+        if oid == pg_sys::InvalidOid {
+            return None;
+        }
+        let cache = pg_sys::SysCacheIdentifier::CONSTROID as i32;
+        let tuple = pg_sys::SearchSysCache1(cache, Datum::from(oid));
+        if tuple.is_null() {
+            return None;
+        }
+        let xmin = pg_sys::HeapTupleHeaderGetXmin((*tuple).t_data);
+        pg_sys::ReleaseSysCache(tuple);
+        Some(xmin)
     }
 }
 
@@ -179,7 +229,8 @@ unsafe fn conjuncts(node: *mut pg_sys::Node, (id, collation): (i16, Oid), out: &
                 };
                 if let Some((op, value)) = found {
                     if matches!(op, TEXT_EQ | TEXT_LT | TEXT_LE | TEXT_GT | TEXT_GE) {
-                        out.push(Bound { op, value });
+                        let xmin = pg_sys::InvalidTransactionId;
+                        out.push(Bound { op, value, xmin });
                     }
                 }
             }
