@@ -73,6 +73,7 @@ pub unsafe fn fill<'a>(parent: Oid, args: &'a Args<'a>, page: &mut Page) -> bool
             // ids that overlap: a leaf whose CHECK keeps them out of the
             // window is locked, not opened
             if !found.by_id && checks::outside_window(leaf, args.floor, args.before) {
+                trace::skipped_by_check();
                 continue;
             }
             match prepare(

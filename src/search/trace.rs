@@ -71,6 +71,9 @@ pub struct Trace {
     pub fetched: u64,
     /// Statements run by the rare paths and statement walks.
     pub statements: u64,
+    /// Partitions locked but not opened: their `CHECK` on `id` keeps them
+    /// out of the window.
+    pub skipped_by_check: u64,
 }
 
 /// The counters, and the route of the page being answered (a slot of the
@@ -105,6 +108,11 @@ pub fn now() -> Trace {
 /// Heap rows an in-place bitmap reader fetched.
 pub fn fetched(rows: u64) {
     update(|t| t.fetched += rows);
+}
+
+/// A partition was left unopened by its `CHECK` on `id`.
+pub fn skipped_by_check() {
+    update(|t| t.skipped_by_check += 1);
 }
 
 /// A statement ran.

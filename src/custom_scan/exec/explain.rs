@@ -127,6 +127,9 @@ unsafe fn properties(
             int(c"Index Entries Walked", t.entries);
             int(c"Rows Rechecked", t.candidates);
             int(c"Bloom False Positives", t.candidates - t.matches);
+            if t.skipped_by_check > 0 {
+                int(c"Partitions Skipped By CHECK", t.skipped_by_check);
+            }
         }
     }
 }
@@ -136,6 +139,7 @@ pub fn add_trace(total: &mut Trace, t: Trace) {
     total.entries += t.entries;
     total.candidates += t.candidates;
     total.matches += t.matches;
+    total.skipped_by_check += t.skipped_by_check;
     for (a, b) in total.pages.iter_mut().zip(t.pages) {
         *a += b;
     }
