@@ -21,6 +21,7 @@ mod pg_list;
 mod planner;
 mod search;
 mod settings;
+mod text_ops;
 mod trigger;
 mod ulid_fns;
 mod unguarded;

@@ -17,13 +17,9 @@ use pgrx::pg_sys::{self, AttrNumber, Oid};
 
 use crate::pg_list;
 use crate::search::Columns;
+use crate::text_ops::{self, TEXT_EQ, TEXT_GE, TEXT_GT, TEXT_LE, TEXT_LT};
 
-/// `text = text`, `<`, `<=`, `>`, `>=`; `jsonb @> jsonb`, `<@`.
-const TEXT_EQ: u32 = 98;
-const TEXT_LT: u32 = 664;
-const TEXT_GT: u32 = 666;
-const TEXT_GE: u32 = 667;
-const TEXT_LE: u32 = 665;
+/// `jsonb @> jsonb`, `<@` (text's comparisons: `crate::text_ops`).
 const JSONB_CONTAINS: u32 = 3246;
 const JSONB_CONTAINED: u32 = 3250;
 
@@ -299,13 +295,9 @@ unsafe fn two(args: *mut pg_sys::List) -> Option<(*mut pg_sys::Node, *mut pg_sys
 /// The operator with its arguments swapped, for the ones recognised.
 fn commuted(opno: u32) -> u32 {
     match opno {
-        TEXT_LT => TEXT_GT,
-        TEXT_GT => TEXT_LT,
-        TEXT_GE => TEXT_LE,
-        TEXT_LE => TEXT_GE,
         JSONB_CONTAINED => JSONB_CONTAINS,
         JSONB_CONTAINS => JSONB_CONTAINED,
-        other => other,
+        other => text_ops::commuted(other).unwrap_or(other),
     }
 }
 

@@ -21,14 +21,8 @@ use std::cell::RefCell;
 use pgrx::pg_sys::{self, Datum, Oid};
 
 use crate::datum::varlena_bytes;
+use crate::text_ops::{commuted, TEXT_EQ, TEXT_GE, TEXT_GT, TEXT_LE, TEXT_LT};
 use crate::unguarded;
-
-// text's own operators, text against text
-const TEXT_EQ: u32 = 98;
-const TEXT_LT: u32 = 664;
-const TEXT_LE: u32 = 665;
-const TEXT_GT: u32 = 666;
-const TEXT_GE: u32 = 667;
 
 /// One bound on a leaf's ids: the operator as if `id` were on its left,
 /// the constant, and the transaction that last wrote its constraint's
@@ -236,18 +230,6 @@ unsafe fn conjuncts(node: *mut pg_sys::Node, (id, collation): (i16, Oid), out: &
             }
             _ => {}
         }
-    }
-}
-
-/// The operator with its operands swapped, for text's comparisons.
-fn commuted(opno: u32) -> Option<u32> {
-    match opno {
-        TEXT_EQ => Some(TEXT_EQ),
-        TEXT_LT => Some(TEXT_GT),
-        TEXT_GT => Some(TEXT_LT),
-        TEXT_LE => Some(TEXT_GE),
-        TEXT_GE => Some(TEXT_LE),
-        _ => None,
     }
 }
 
