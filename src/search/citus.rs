@@ -117,6 +117,21 @@ impl CitusCache {
         }
     }
 
+    /// The page's SQL a lone call for tenant `org` is planned as
+    /// ([`RoutedPages::planned_sql`]) when the tenant's shard is on
+    /// another node; None when it is here or the table is not distributed.
+    ///
+    /// # Safety
+    /// As [`CitusCache::target`].
+    pub unsafe fn planned_sql(&mut self, relid: Oid, org: Datum, cursor: bool) -> Option<String> {
+        // SAFETY: as the caller's.
+        let target = unsafe { self.target(relid, org) };
+        match (target, &self.known) {
+            (Target::Remote, Some((_, Some(d)))) => Some(d.pages.planned_sql(cursor)),
+            _ => None,
+        }
+    }
+
     /// Whether `relid` is a distributed table.
     ///
     /// # Safety
@@ -230,7 +245,7 @@ const OTHER_COLUMNS: &std::ffi::CStr =
 
 /// Runs a routed statement (`run`), naming a node without the extension,
 /// or a table whose definition differs there, in the ERROR it raises.
-fn run_routed<T>(relid: Oid, run: impl FnOnce() -> T) -> T {
+pub fn run_routed<T>(relid: Oid, run: impl FnOnce() -> T) -> T {
     // SAFETY: relid is a valid relation.
     let name = || unsafe { cstr_owned(pg_sys::get_rel_name(relid)) };
     // on an error the transaction aborts
