@@ -5,32 +5,44 @@
 
 use pgrx::pg_sys::{self, Datum, Oid};
 
-/// A lone call's arguments, as the planner's expressions (all but `since`
-/// constants).
+/// A lone call's arguments, as the planner's expressions: constants the
+/// function takes, or parameters of the query (checked when it runs,
+/// [`LoneCall::run_checked`]), and `since` also now's time less or plus a
+/// constant interval.
 pub struct LoneCall {
     pub funcid: Oid,
     pub relid: Oid,
-    pub org: *mut pg_sys::Const,
-    pub filter: *mut pg_sys::Node,
-    pub since: *mut pg_sys::Node,
-    pub page_size: *mut pg_sys::Node,
-    /// The cursor of a next page; None on a first page.
-    pub before: Option<*mut pg_sys::Node>,
+    /// The tenant when it is a constant.
+    pub org: Option<Datum>,
+    pub args: [*mut pg_sys::Node; 4],
+    /// The cursor: None on a first page (a NULL constant), else the
+    /// expression and whether it is a constant (a parameter may be NULL).
+    pub before: Option<(*mut pg_sys::Node, bool)>,
 }
 
 impl LoneCall {
     /// The statement's parameters in the order `search::planned_sql`
     /// numbers them.
     pub fn params(&self) -> Vec<*mut pg_sys::Node> {
-        let mut p = vec![self.org.cast(), self.filter, self.since, self.page_size];
-        p.extend(self.before);
+        let mut p = self.args.to_vec();
+        p.extend(self.before.map(|b| b.0));
         p
+    }
+
+    /// The arguments to check when the plan runs (tenant, filter, since,
+    /// page size): None when none is a parameter (constants were checked
+    /// here).
+    pub fn run_checked(&self) -> Option<[*mut pg_sys::Node; 4]> {
+        // SAFETY: the arguments are expressions.
+        let param = |n: &*mut pg_sys::Node| unsafe { (**n).type_ == pg_sys::NodeTag::T_Param };
+        self.args.iter().any(param).then_some(self.args)
     }
 }
 
 /// The call when `parse` is a query of one `alerts_search` call in `FROM`
 /// and nothing else (its columns selected as they are, in any order) with
-/// arguments a plan can hold; None for any other query.
+/// arguments a plan can hold (no column filter); None for any other
+/// query.
 ///
 /// # Safety
 /// A query being planned.
@@ -112,18 +124,26 @@ pub unsafe fn lone_call(parse: *mut pg_sys::Query) -> Option<LoneCall> {
             Some((c, _)) => pg_sys::get_typ_typrelid((*c).consttype),
             None => pg_sys::InvalidOid,
         };
-        let org = constant(args[1]).and_then(|(c, v)| v.map(|_| c))?;
-        let filter = constant(args[2])?.1?;
-        let page_size = constant(args[5])?.1?;
-        let before = constant(args[4])?;
+        // each a value the function takes, or a parameter of its type
+        let org = value_or_param(args[1], pg_sys::TEXTOID)?;
+        let filter = value_or_param(args[2], pg_sys::JSONBOID)?;
+        let page_size = value_or_param(args[5], pg_sys::INT4OID)?;
         let no_columns = args
             .get(6)
             .is_none_or(|&a| matches!(constant(a), Some((_, None))));
+        let before = match constant(args[4]) {
+            Some((_, None)) => None,
+            Some(_) => Some((args[4], true)),
+            None => Some((args[4], false)),
+        };
         if relid == pg_sys::InvalidOid
             || !no_columns
-            || (page_size.value() as i32) < 1
-            || alerts_core::Filter::compile(&crate::datum::jsonb_value(filter)).is_err()
-            || !since_holds(args[3])
+            || (before.is_some_and(|b| !b.1) && !is_param(args[4], pg_sys::TEXTOID))
+            || page_size.is_some_and(|s| (s.value() as i32) < 1)
+            || filter.is_some_and(|f| {
+                alerts_core::Filter::compile(&crate::datum::jsonb_value(f)).is_err()
+            })
+            || !(since_holds(args[3]) || is_param(args[3], pg_sys::TIMESTAMPTZOID))
         {
             return None;
         }
@@ -131,11 +151,40 @@ pub unsafe fn lone_call(parse: *mut pg_sys::Query) -> Option<LoneCall> {
             funcid: (*f).funcid,
             relid,
             org,
-            filter: args[2],
-            since: args[3],
-            page_size: args[5],
-            before: before.1.map(|_| args[4]),
+            args: [args[1], args[2], args[3], args[5]],
+            before,
         })
+    }
+}
+
+/// `node`'s value when it is a constant the function takes (not NULL),
+/// None when it is a parameter of type `typ` (its value checked when the
+/// plan runs), or no answer (None outside) for anything else.
+///
+/// # Safety
+/// `node` is an expression.
+unsafe fn value_or_param(node: *mut pg_sys::Node, typ: Oid) -> Option<Option<Datum>> {
+    // SAFETY: as the caller's.
+    unsafe {
+        match constant(node) {
+            Some((_, Some(v))) => Some(Some(v)),
+            Some((_, None)) => None,
+            None => is_param(node, typ).then_some(None),
+        }
+    }
+}
+
+/// Whether `node` is a parameter of the query, of type `typ`.
+///
+/// # Safety
+/// `node` is an expression.
+unsafe fn is_param(node: *mut pg_sys::Node, typ: Oid) -> bool {
+    // SAFETY: the tag is read before the cast.
+    unsafe {
+        (*node).type_ == pg_sys::NodeTag::T_Param && {
+            let p = node as *mut pg_sys::Param;
+            (*p).paramkind == pg_sys::ParamKind::PARAM_EXTERN && (*p).paramtype == typ
+        }
     }
 }
 

@@ -112,13 +112,13 @@ unsafe fn routed(
         if !crate::compat::may_execute(call.funcid) {
             return None;
         }
-        let org = (*call.org).constvalue;
-        let sql = crate::search::planned_sql(call.relid, org, call.before.is_some())?;
+        let sql = crate::search::planned_sql(call.relid, call.org, call.before.map(|b| b.1))?;
         let q = query::routed_query(parse, &call, &sql)?;
         let stmt = node::wrapped(
             plan(q, query_string, options, params),
             (*parse).targetList,
             call.relid,
+            call.run_checked(),
         )?;
         (*stmt).dependsOnRole = true;
         let item = pg_sys::palloc0(std::mem::size_of::<pg_sys::PlanInvalItem>())

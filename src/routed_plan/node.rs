@@ -48,6 +48,7 @@ pub unsafe fn wrapped(
     stmt: *mut pg_sys::PlannedStmt,
     call_tlist: *mut pg_sys::List,
     relid: pg_sys::Oid,
+    checks: Option<[*mut pg_sys::Node; 4]>,
 ) -> Option<*mut pg_sys::PlannedStmt> {
     // SAFETY: plan nodes, built in the planner's memory.
     unsafe {
@@ -121,6 +122,12 @@ pub unsafe fn wrapped(
         (*cscan).scan.scanrelid = 0;
         (*cscan).custom_plans = pg_sys::lappend(std::ptr::null_mut(), child.cast());
         (*cscan).custom_scan_tlist = scan_tlist;
+        // the call's tenant, filter, since and page size, checked as the
+        // function checks them, when one is a parameter
+        for arg in checks.into_iter().flatten() {
+            let copy = pg_sys::copyObjectImpl(arg.cast());
+            (*cscan).custom_exprs = pg_sys::lappend((*cscan).custom_exprs, copy);
+        }
         (*cscan).custom_private = pg_sys::lappend(
             std::ptr::null_mut(),
             pg_sys::makeInteger(relid.to_u32() as _).cast(),
@@ -131,12 +138,13 @@ pub unsafe fn wrapped(
     }
 }
 
-/// The node's state: Postgres' part, then the table (for the ERROR) and
-/// whether the child ran.
+/// The node's state: Postgres' part, then the table (for the ERROR),
+/// the call's arguments to check, and whether the child ran.
 #[repr(C)]
 struct State {
     css: pg_sys::CustomScanState,
     relid: pg_sys::Oid,
+    checks: *mut pg_sys::List,
     started: bool,
 }
 
@@ -165,7 +173,9 @@ unsafe extern "C-unwind" fn begin(
         let cscan = (*node).ss.ps.plan as *mut pg_sys::CustomScan;
         let child = crate::pg_list::nth::<pg_sys::Plan>((*cscan).custom_plans, 0)
             .expect("the routed query's plan");
-        let relid = (*(node as *mut State)).relid;
+        let state = node as *mut State;
+        (*state).checks = pg_sys::ExecInitExprList((*cscan).custom_exprs, &raw mut (*node).ss.ps);
+        let relid = (*state).relid;
         let ps = crate::search::run_routed(relid, || pg_sys::ExecInitNode(child, estate, eflags));
         (*node).custom_ps = pg_sys::lappend(std::ptr::null_mut(), ps.cast());
     }
@@ -189,6 +199,7 @@ unsafe extern "C-unwind" fn exec(
             next()
         } else {
             (*state).started = true;
+            check_args(state);
             crate::search::run_routed((*state).relid, next)
         };
         let slot = (*node).ss.ss_ScanTupleSlot;
@@ -209,6 +220,31 @@ unsafe extern "C-unwind" fn exec(
         }
         (*(*node).ss.ps.ps_ExprContext).ecxt_scantuple = slot;
         pg_sys::ExecProject(proj)
+    }
+}
+
+/// The ERROR `alerts_search` raises for its arguments' values, if any.
+///
+/// # Safety
+/// The node is begun.
+unsafe fn check_args(state: *mut State) {
+    // SAFETY: the expressions were initialised for this node.
+    unsafe {
+        if (*state).checks.is_null() {
+            return;
+        }
+        crate::datum::enter("alerts_search");
+        let econtext = (*state).css.ss.ps.ps_ExprContext;
+        let mut values = [None; 4];
+        for (i, e) in crate::pg_list::ptrs::<pg_sys::ExprState>((*state).checks).enumerate() {
+            let eval = (*e).evalfunc.expect("an initialised expression");
+            let mut isnull = false;
+            // an ERROR comes back as a panic through the guard, raised again
+            // where the executor called us (see custom_scan/exec/values.rs)
+            let d = pg_sys::ffi::pg_guard_ffi_boundary(|| eval(e, econtext, &mut isnull));
+            values[i] = (!isnull).then_some(d);
+        }
+        crate::search::check_routed_values(values);
     }
 }
 

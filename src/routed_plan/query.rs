@@ -111,6 +111,11 @@ unsafe fn substituted(
                 (*r).arg = substituted((*r).arg.cast(), params)?.cast();
                 return Some(node);
             }
+            pg_sys::NodeTag::T_NullTest => {
+                let t = node as *mut pg_sys::NullTest;
+                (*t).arg = substituted((*t).arg.cast(), params)?.cast();
+                return Some(node);
+            }
             pg_sys::NodeTag::T_OpExpr => (*(node as *mut pg_sys::OpExpr)).args,
             pg_sys::NodeTag::T_FuncExpr => (*(node as *mut pg_sys::FuncExpr)).args,
             pg_sys::NodeTag::T_BoolExpr => (*(node as *mut pg_sys::BoolExpr)).args,

@@ -119,15 +119,25 @@ impl CitusCache {
 
     /// The page's SQL a lone call for tenant `org` is planned as
     /// ([`RoutedPages::planned_sql`]) when the tenant's shard is on
-    /// another node; None when it is here or the table is not distributed.
+    /// another node, or for any tenant (`org` None: a parameter) when the
+    /// table is distributed; None when the shard is here or the table is
+    /// not distributed.
     ///
     /// # Safety
     /// As [`CitusCache::target`].
-    pub unsafe fn planned_sql(&mut self, relid: Oid, org: Datum, cursor: bool) -> Option<String> {
+    pub unsafe fn planned_sql(
+        &mut self,
+        relid: Oid,
+        org: Option<Datum>,
+        cursor: Option<bool>,
+    ) -> Option<String> {
         // SAFETY: as the caller's.
-        let target = unsafe { self.target(relid, org) };
-        match (target, &self.known) {
-            (Target::Remote, Some((_, Some(d)))) => Some(d.pages.planned_sql(cursor)),
+        let remote = match org {
+            Some(org) => matches!(unsafe { self.target(relid, org) }, Target::Remote),
+            None => unsafe { self.distributed(relid) },
+        };
+        match (remote, &self.known) {
+            (true, Some((_, Some(d)))) => Some(d.pages.planned_sql(cursor)),
             _ => None,
         }
     }

@@ -69,7 +69,7 @@ use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::PgSqlErrorCode;
 
 use crate::datum::error;
-pub use args::Args;
+pub use args::{check_routed_values, Args};
 use args::{checked_args, same_columns_as_planned};
 pub use call::Ascending;
 pub use citus::run_routed;

@@ -30,17 +30,18 @@ pub unsafe fn is_distributed(relid: Oid) -> bool {
     }
 }
 
-/// The page's SQL a lone call of `alerts_search` for tenant `org` of
-/// table `relid` is planned as, its arguments parameters (`$1` tenant,
-/// `$2` filter, `$3` since, `$4` page size, `$5` the cursor when
-/// `cursor`): Some when the table is a Citus distributed table and the
-/// tenant's shard is on another node (the call would send this page's
-/// statement there), None otherwise.
+/// The page's SQL a lone call of `alerts_search` for tenant `org` (None:
+/// a parameter) of table `relid` is planned as, its arguments parameters
+/// (`$1` tenant, `$2` filter, `$3` since, `$4` page size, `$5` the cursor,
+/// as `cursor` says: `RoutedPages::planned_sql`): Some when the table is
+/// a Citus distributed table and the tenant's shard is on another node
+/// (the call would send this page's statement there), or could be (a
+/// parameter), None otherwise.
 ///
 /// # Safety
 /// `relid` is a valid relation; `org` is a live text datum; a
 /// transaction is open.
-pub unsafe fn planned_sql(relid: Oid, org: Datum, cursor: bool) -> Option<String> {
+pub unsafe fn planned_sql(relid: Oid, org: Option<Datum>, cursor: Option<bool>) -> Option<String> {
     // SAFETY: as is_distributed's.
     unsafe {
         spi::in_search(|| {
