@@ -34,7 +34,7 @@ impl LoneCall {
     /// here).
     pub fn run_checked(&self) -> Option<[*mut pg_sys::Node; 4]> {
         // SAFETY: the arguments are expressions.
-        let param = |n: &*mut pg_sys::Node| unsafe { (**n).type_ == pg_sys::NodeTag::T_Param };
+        let param = |n: &*mut pg_sys::Node| unsafe { (**n).type_ != pg_sys::NodeTag::T_Const };
         self.args.iter().any(param).then_some(self.args)
     }
 }
@@ -174,16 +174,42 @@ unsafe fn value_or_param(node: *mut pg_sys::Node, typ: Oid) -> Option<Option<Dat
     }
 }
 
-/// Whether `node` is a parameter of the query, of type `typ`.
+/// Whether `node` is a parameter of the query of type `typ`, as it is or
+/// through casts (a driver's `$3::timestamptz` of a text value, or an
+/// `int2` for an `integer`): its value is the same wherever the plan
+/// evaluates it.
 ///
 /// # Safety
 /// `node` is an expression.
 unsafe fn is_param(node: *mut pg_sys::Node, typ: Oid) -> bool {
-    // SAFETY: the tag is read before the cast.
+    // SAFETY: each tag is read before the cast.
     unsafe {
-        (*node).type_ == pg_sys::NodeTag::T_Param && {
-            let p = node as *mut pg_sys::Param;
-            (*p).paramkind == pg_sys::ParamKind::PARAM_EXTERN && (*p).paramtype == typ
+        if pg_sys::exprType(node) != typ {
+            return false;
+        }
+        let mut e = node;
+        loop {
+            e = match (*e).type_ {
+                pg_sys::NodeTag::T_Param => {
+                    return (*(e as *mut pg_sys::Param)).paramkind
+                        == pg_sys::ParamKind::PARAM_EXTERN;
+                }
+                pg_sys::NodeTag::T_RelabelType => (*(e as *mut pg_sys::RelabelType)).arg.cast(),
+                pg_sys::NodeTag::T_CoerceViaIO => (*(e as *mut pg_sys::CoerceViaIO)).arg.cast(),
+                pg_sys::NodeTag::T_FuncExpr => {
+                    let f = e as *mut pg_sys::FuncExpr;
+                    let cast = matches!(
+                        (*f).funcformat,
+                        pg_sys::CoercionForm::COERCE_IMPLICIT_CAST
+                            | pg_sys::CoercionForm::COERCE_EXPLICIT_CAST
+                    );
+                    match crate::pg_list::nth::<pg_sys::Node>((*f).args, 0) {
+                        Some(arg) if cast && crate::pg_list::len((*f).args) == 1 => arg,
+                        _ => return false,
+                    }
+                }
+                _ => return false,
+            };
         }
     }
 }
