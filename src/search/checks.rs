@@ -174,7 +174,7 @@ unsafe fn written_by(leaf: Oid, name: *const std::ffi::c_char) -> Option<pg_sys:
         if tuple.is_null() {
             return None;
         }
-        let xmin = pg_sys::HeapTupleHeaderGetXmin((*tuple).t_data);
+        let xmin = pg_sys::submodules::htup::HeapTupleHeaderGetXmin((*tuple).t_data);
         pg_sys::ReleaseSysCache(tuple);
         Some(xmin)
     }
