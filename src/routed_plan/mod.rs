@@ -21,6 +21,7 @@
 //! again when it changes).
 
 mod call;
+mod kept;
 mod node;
 mod query;
 
@@ -37,6 +38,7 @@ pub unsafe fn install() {
     // SAFETY: backends are single-threaded; called once at load.
     unsafe {
         node::register();
+        kept::register_callback();
         PREVIOUS = pg_sys::planner_hook;
         pg_sys::planner_hook = Some(hook);
     }
@@ -112,8 +114,11 @@ unsafe fn routed(
         if !crate::compat::may_execute(call.funcid) {
             return None;
         }
-        let sql = crate::search::planned_sql(call.relid, call.org, call.before.map(|b| b.1))?;
-        let q = query::routed_query(parse, &call, &sql)?;
+        let cursor = call.before.map(|b| b.1);
+        let sql = crate::search::planned_sql(call.relid, call.org, cursor)?;
+        let n = call.params().len();
+        let q = kept::query(call.relid, cursor, &sql, || query::parsed(&sql, n))?;
+        let q = query::routed_query(parse, &call, q)?;
         let stmt = node::wrapped(
             plan(q, query_string, options, params),
             (*parse).targetList,

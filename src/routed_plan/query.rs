@@ -16,26 +16,23 @@ const TYPES: [pg_sys::Oid; 5] = [
     pg_sys::TEXTOID,
 ];
 
-/// The query `parse` (a lone call, `call`) is planned as: `sql` with the
-/// call's arguments, selecting the columns `parse` selects. None when the
-/// rewritten statement applies a row security policy, or has a form this
-/// does not know (the call is then planned as it is).
+/// The query `parse` (a lone call, `call`) is planned as: `q` (the page's
+/// SQL parsed, [`parsed`]) with the call's arguments, selecting the
+/// columns `parse` selects. None when it has a form this does not know
+/// (the call is then planned as it is).
 ///
 /// # Safety
-/// A query being planned and its call; `sql` names the call's table.
+/// A query being planned and its call; `q` is a copy of the parsed page
+/// of the call's table, edited here.
 pub unsafe fn routed_query(
     parse: *mut pg_sys::Query,
     call: &LoneCall,
-    sql: &str,
+    q: *mut pg_sys::Query,
 ) -> Option<*mut pg_sys::Query> {
-    // SAFETY: a statement parsed in the planner's memory, its nodes then
-    // edited in place; the original query is only read.
+    // SAFETY: the copy's nodes are edited in place; the original query is
+    // only read.
     unsafe {
         let params = call.params();
-        let q = parsed(sql, params.len())?;
-        if (*q).hasRowSecurity {
-            return None;
-        }
         (*q).jointree.as_mut()?.quals = substituted((*(*q).jointree).quals, &params)?;
         (*q).limitCount = substituted((*q).limitCount, &params)?;
         (*q).targetList = call_columns((*parse).targetList, q)?;
@@ -50,11 +47,11 @@ pub unsafe fn routed_query(
 
 /// `sql` parsed, analyzed and rewritten with `n` parameters, names
 /// resolved by `pg_catalog` alone (as the search's own statements): the
-/// one query it is.
+/// one query it is, or None when a row security policy applies to it.
 ///
 /// # Safety
 /// In a transaction.
-unsafe fn parsed(sql: &str, n: usize) -> Option<*mut pg_sys::Query> {
+pub unsafe fn parsed(sql: &str, n: usize) -> Option<*mut pg_sys::Query> {
     let text = std::ffi::CString::new(sql).ok()?;
     // SAFETY: as the caller's; the nest level restores the path, and an
     // ERROR aborts the transaction, which restores it too.
@@ -77,7 +74,8 @@ unsafe fn parsed(sql: &str, n: usize) -> Option<*mut pg_sys::Query> {
         if crate::pg_list::len(queries) != 1 {
             return None;
         }
-        crate::pg_list::nth::<pg_sys::Query>(queries, 0)
+        let q = crate::pg_list::nth::<pg_sys::Query>(queries, 0)?;
+        (!(*q).hasRowSecurity).then_some(q)
     }
 }
 
