@@ -132,3 +132,21 @@ DROP OWNED BY routed_reader; DROP ROLE routed_reader;
 SQL
 grep -q "permission denied for function alerts_search" <<<"$err" || fail "a role without EXECUTE ran a routed plan: $err"
 echo "  a role without EXECUTE on alerts_search: permission denied, also on a statement another role prepared"
+
+# a column added and dropped between two calls of one session: each call
+# planned from the table as it is then (the parsed page is kept per
+# relcache epoch)
+out=$(at "$C" <<'SQL'
+SET client_min_messages = warning;
+SELECT id IS NOT NULL FROM alerts_search(NULL::alerts, 'org1', '{}', '-infinity', page_size => 1);
+ALTER TABLE alerts ADD COLUMN note text DEFAULT 'added';
+SELECT note FROM alerts_search(NULL::alerts, 'org1', '{}', '-infinity', page_size => 1);
+EXPLAIN (COSTS OFF) SELECT note FROM alerts_search(NULL::alerts, 'org1', '{}', '-infinity', page_size => 1);
+ALTER TABLE alerts DROP COLUMN note;
+SELECT * FROM alerts_search(NULL::alerts, 'org1', '{}', '-infinity', page_size => 1);
+SQL
+)
+want_row=$(at "$C" -c "SELECT * FROM alerts WHERE organisation_id = 'org1' ORDER BY id DESC LIMIT 1")
+[ "$(sed -n 2p <<<"$out")" = added ] && grep -q "Custom Scan (AlertsRouted)" <<<"$out" && [ "$(sed -n '$p' <<<"$out")" = "$want_row" ] \
+  || fail "a column added between two calls of a session: $out"
+echo "  a column added, then dropped, between calls of one session: each call planned from the table as it is"
