@@ -17,7 +17,6 @@
 //! | what each partitioned table's key tells a search's pruning | `search::partitions` |
 //! | the relcache epoch every cache above is checked against | `search::indexes` |
 //! | the jsonpaths parsed lately (filters' and clauses', for GIN) | `datum` |
-//! | the routed queries parsed, per table and cursor form | `routed_plan::kept` |
 //!
 //! | scratch of the running call (set at its start) | owner |
 //! |---|---|

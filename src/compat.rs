@@ -264,21 +264,3 @@ pub fn check_holds(check: &pg_sys::ConstrCheck) -> bool {
     let enforced = check.ccenforced;
     enforced && check.ccvalid
 }
-
-/// Whether the current role may execute function `funcid`: PostgreSQL 16
-/// replaced `pg_proc_aclcheck` by `object_aclcheck` on any catalog.
-///
-/// # Safety
-/// In a transaction (reads the syscache).
-pub unsafe fn may_execute(funcid: pg_sys::Oid) -> bool {
-    // SAFETY: as the caller's.
-    unsafe {
-        let role = pg_sys::GetUserId();
-        let mode = pg_sys::ACL_EXECUTE as pg_sys::AclMode;
-        #[cfg(feature = "pg15")]
-        let result = pg_sys::pg_proc_aclcheck(funcid, role, mode);
-        #[cfg(not(feature = "pg15"))]
-        let result = pg_sys::object_aclcheck(pg_sys::ProcedureRelationId, funcid, role, mode);
-        result == pg_sys::AclResult::ACLCHECK_OK
-    }
-}

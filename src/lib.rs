@@ -19,7 +19,6 @@ mod jsonb;
 mod keys;
 mod pg_list;
 mod planner;
-mod routed_plan;
 mod search;
 mod settings;
 mod text_ops;
@@ -40,7 +39,6 @@ pub extern "C-unwind" fn _PG_init() {
         settings::define();
         search::register_callbacks();
         custom_scan::init();
-        routed_plan::install();
     }
 }
 

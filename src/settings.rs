@@ -35,20 +35,12 @@ pub static CUSTOM_SCAN_PARTITIONED: GucSetting<bool> = GucSetting::<bool>::new(t
 /// node competes with their plans on cost.
 pub static CUSTOM_SCAN_ONE_REL: GucSetting<bool> = GucSetting::<bool>::new(true);
 
-/// `alerts.routed_plan` (default on): whether a query that is only an
-/// `alerts_search` call on a Citus distributed table, planned on a node
-/// without the tenant's shard, is planned as the routed statement the call
-/// would send (`routed_plan/`): Citus then routes it as it routes plain
-/// SQL, with no function call and no statement run inside one. Off: the
-/// function runs and sends the statement itself. Both return the same rows.
-pub static ROUTED_PLAN: GucSetting<bool> = GucSetting::<bool>::new(true);
-
 /// Defines the settings and reserves the `alerts.` prefix.
 ///
 /// # Safety
 /// Called once, from `_PG_init`.
 pub unsafe fn define() {
-    let bools: [(&CStr, &CStr, &CStr, &'static GucSetting<bool>); 6] = [
+    let bools: [(&CStr, &CStr, &CStr, &'static GucSetting<bool>); 5] = [
         (
             c"alerts.search_shortcuts",
             c"Lets alerts_search send a tenant and filter its walk found rare straight to GIN for 10 seconds.",
@@ -78,12 +70,6 @@ pub unsafe fn define() {
             c"Plans a page query of a partitioned table the custom scan searches whole as one relation, without planning its partitions.",
             c"Off: Postgres plans each partition first and the node competes with their plans on cost. Both return the same rows.",
             &CUSTOM_SCAN_ONE_REL,
-        ),
-        (
-            c"alerts.routed_plan",
-            c"Plans a query that is only an alerts_search call on a Citus distributed table as the statement the call routes to the tenant's shard.",
-            c"Off: the function runs on the coordinator and sends that statement itself. Both return the same rows.",
-            &ROUTED_PLAN,
         ),
     ];
     for (name, short, long, setting) in bools {

@@ -70,7 +70,13 @@ impl<'a> Args<'a> {
         before: Option<Datum>,
         page_size: i64,
     ) -> Args<'a> {
-        check_page_size(page_size);
+        if page_size < 1 {
+            error(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("alerts_search: page_size must be at least 1, got {page_size}"),
+                "pages are usually 50 rows",
+            );
+        }
         let page_size = i32::try_from(page_size).unwrap_or(i32::MAX);
         Args {
             relid,
@@ -159,57 +165,6 @@ pub unsafe fn same_columns_as_planned(
     }
 }
 
-/// An ERROR unless the page size is at least 1.
-fn check_page_size(page_size: i64) {
-    if page_size < 1 {
-        error(
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("alerts_search: page_size must be at least 1, got {page_size}"),
-            "pages are usually 50 rows",
-        );
-    }
-}
-
-/// The values of organisation_id, filter, since and page_size, or the
-/// ERROR for a NULL among them.
-fn not_null(values: [Option<Datum>; 4]) -> [Datum; 4] {
-    let [Some(org), Some(filter), Some(since), Some(size)] = values else {
-        error(
-            PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
-            "alerts_search: organisation_id, filter, since and page_size must not be NULL".into(),
-            "pass '{}' as the filter to match every alert, and leave before_id NULL for the first page",
-        );
-    };
-    [org, filter, since, size]
-}
-
-/// The unix milliseconds of timestamp `since`, or the ERROR for one past
-/// the ULID range.
-fn floor_ms(since: Datum) -> u64 {
-    ulid::unix_ms_of_pg_timestamp(since.value() as i64).unwrap_or_else(|| {
-        error(
-            PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
-            "alerts_search: since is after the last time a ULID can hold".into(),
-            "pass a finite timestamp",
-        )
-    })
-}
-
-/// The checks `checked_args` makes of organisation_id, filter (jsonb),
-/// since and page_size, with the same ERRORs: for a call planned as its
-/// routed statement (`routed_plan/`) whose arguments are parameters,
-/// checked when it runs.
-///
-/// # Safety
-/// The datums are live, of those types.
-pub unsafe fn check_routed_values(values: [Option<Datum>; 4]) {
-    let [_, filter, since, size] = not_null(values);
-    // SAFETY: as the caller's; the filter's own errors if it is wrong.
-    unsafe { crate::filter_cache::session_filter(filter) };
-    floor_ms(since);
-    check_page_size(size.value() as i32 as i64);
-}
-
 /// Reads and checks the arguments (ERROR on a wrong one).
 pub unsafe fn checked_args<'a>(fcinfo: pg_sys::FunctionCallInfo) -> Args<'a> {
     // SAFETY: argument datums are read only where they are not null.
@@ -237,11 +192,25 @@ pub unsafe fn checked_args<'a>(fcinfo: pg_sys::FunctionCallInfo) -> Args<'a> {
         // transaction ends (the row type read below stays the rows' type).
         pg_sys::LockRelationOid(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         let arg = |n: usize| pgrx::fcinfo::pg_getarg_datum(fcinfo, n);
-        let [org, filter, since, size] = not_null([arg(1), arg(2), arg(3), arg(5)]);
+        let (Some(org), Some(filter), Some(since), Some(size)) = (arg(1), arg(2), arg(3), arg(5))
+        else {
+            error(
+                PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+                "alerts_search: organisation_id, filter, since and page_size must not be NULL".into(),
+                "pass '{}' as the filter to match every alert, and leave before_id NULL for the first page",
+            );
+        };
         let page_size = size.value() as i32 as i64;
         // Compiles (and so validates) the filter, with the filter's own errors.
         let compiled = crate::filter_cache::compiled(fcinfo, filter);
-        let floor = text_datum(std::str::from_utf8(&ulid::floor(floor_ms(since))).expect("ascii"));
+        let floor_ms = ulid::unix_ms_of_pg_timestamp(since.value() as i64).unwrap_or_else(|| {
+            error(
+                PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
+                "alerts_search: since is after the last time a ULID can hold".into(),
+                "pass a finite timestamp",
+            )
+        });
+        let floor = text_datum(std::str::from_utf8(&ulid::floor(floor_ms)).expect("ascii"));
         // Checked (and compiled) here, so that a wrong column filter is an
         // ERROR on every layout, before any routing. Definitions older than
         // the columns argument pass six arguments.

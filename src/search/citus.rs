@@ -117,31 +117,6 @@ impl CitusCache {
         }
     }
 
-    /// The page's SQL a lone call for tenant `org` is planned as
-    /// ([`RoutedPages::planned_sql`]) when the tenant's shard is on
-    /// another node, or for any tenant (`org` None: a parameter) when the
-    /// table is distributed; None when the shard is here or the table is
-    /// not distributed.
-    ///
-    /// # Safety
-    /// As [`CitusCache::target`].
-    pub unsafe fn planned_sql(
-        &mut self,
-        relid: Oid,
-        org: Option<Datum>,
-        cursor: Option<bool>,
-    ) -> Option<String> {
-        // SAFETY: as the caller's.
-        let remote = match org {
-            Some(org) => matches!(unsafe { self.target(relid, org) }, Target::Remote),
-            None => unsafe { self.distributed(relid) },
-        };
-        match (remote, &self.known) {
-            (true, Some((_, Some(d)))) => Some(d.pages.planned_sql(cursor)),
-            _ => None,
-        }
-    }
-
     /// Whether `relid` is a distributed table.
     ///
     /// # Safety
@@ -255,7 +230,7 @@ const OTHER_COLUMNS: &std::ffi::CStr =
 
 /// Runs a routed statement (`run`), naming a node without the extension,
 /// or a table whose definition differs there, in the ERROR it raises.
-pub fn run_routed<T>(relid: Oid, run: impl FnOnce() -> T) -> T {
+fn run_routed<T>(relid: Oid, run: impl FnOnce() -> T) -> T {
     // SAFETY: relid is a valid relation.
     let name = || unsafe { cstr_owned(pg_sys::get_rel_name(relid)) };
     // on an error the transaction aborts

@@ -49,7 +49,6 @@ mod leaves;
 mod oldest;
 mod page;
 mod partitions;
-mod planning;
 mod probe;
 mod rare;
 mod reader;
@@ -69,16 +68,14 @@ use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::PgSqlErrorCode;
 
 use crate::datum::error;
-pub use args::{check_routed_values, Args};
+pub use args::Args;
 use args::{checked_args, same_columns_as_planned};
 pub use call::Ascending;
-pub use citus::run_routed;
 pub use index_shape::IndexShape;
 pub use indexes::{register_callbacks, relcache_epoch};
 pub use layout::{columns, heap_table, Columns};
 use page::Page;
 pub use partitions::{merges_children, planned_tree};
-pub use planning::{is_distributed, planned_sql};
 pub use reader::{plain_read_as, reads_whole_rows, ReadAs};
 use spi::cstr_owned;
 use statements::Stmt;
@@ -145,6 +142,27 @@ pub unsafe fn rows_with_id(
             }
         });
         page.into_rows()
+    }
+}
+
+/// Whether `relid` is a Citus distributed table (read once per relcache
+/// epoch): Citus plans queries on those itself, and its workers plan the
+/// shards. Called by the planner hook: the catalog is read as a search
+/// reads it, connected to SPI and with `search_path` pinned, whatever the
+/// path of the query being planned.
+///
+/// # Safety
+/// `relid` is a valid relation; a transaction is open.
+pub unsafe fn is_distributed(relid: Oid) -> bool {
+    // SAFETY: the catalog read runs inside in_search, which connects and
+    // pins on its first statement and restores both at its end.
+    unsafe {
+        spi::in_search(|| {
+            let mut held = session::take(session::citus(), relid);
+            held.value
+                .get_or_insert_with(Default::default)
+                .distributed(relid)
+        })
     }
 }
 

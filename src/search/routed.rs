@@ -61,8 +61,6 @@ pub struct RoutedPages {
     /// and the extension's schema they name.
     columns: String,
     schema: String,
-    /// The table's qualified name.
-    table: String,
 }
 
 impl RoutedPages {
@@ -88,7 +86,6 @@ impl RoutedPages {
                 calls: HashMap::new(),
                 columns,
                 schema: s.to_string(),
-                table: t.to_string(),
             }
         }
     }
@@ -156,29 +153,6 @@ impl RoutedPages {
             self.own.entry(org.to_vec()).or_insert([None, None])[i] = Some(plan);
             (plan, false)
         }
-    }
-
-    /// The page's SQL with every argument a parameter: `$1` tenant, `$2`
-    /// filter, `$3` since (the floor computed from it in the statement),
-    /// `$4` page size, and `$5` the cursor of a next page (`Some(true)`),
-    /// or a cursor that may be NULL, for a first page (`Some(false)`). A
-    /// lone call planned as its routed statement is this query
-    /// (`routed_plan`).
-    pub fn planned_sql(&self, cursor: Option<bool>) -> String {
-        let (columns, t, s) = (&self.columns, &self.table, &self.schema);
-        let after = match cursor {
-            None => "",
-            Some(true) => " AND a.id < $5",
-            // the node planning the shard's query folds it, the cursor's
-            // value known there
-            Some(false) => " AND ($5 IS NULL OR a.id < $5)",
-        };
-        format!(
-            "SELECT {columns} FROM {t} a WHERE a.organisation_id = $1
-               AND {s}.alerts_attrs_match(a.attribute_values, $2)
-               AND a.id >= {s}.alerts_ulid_floor($3){after}
-             ORDER BY a.id DESC LIMIT $4"
-        )
     }
 
     /// Frees every statement.

@@ -439,9 +439,6 @@ echo "citus: random differential through the coordinator"
 ALERTS_DIFF_CITUS=1 ALERTS_DIFF_DB="$db" PGPORT="$C" ALERTS_DIFF_QUERIES="${ALERTS_DIFF_CITUS_QUERIES:-1000}" \
   target/pyenv/bin/python tests/shell/differential.py | sed 's/^/  /' || fail "the random differential on Citus"
 
-# a lone call planned as its routed statement
-source tests/shell/citus_routed_plan.sh
-
 # COPY, shard moves, joins, the trigger form, refusals
 source tests/shell/citus_operations.sh
 
