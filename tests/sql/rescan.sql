@@ -95,6 +95,36 @@ FROM (VALUES ('alerts'), ('rq'), ('rp')) tables(t), (VALUES
 ) shapes(shape, q)
 ORDER BY 2, 1;
 
+-- Ids that repeat (ULIDs cut to about 9 hours), in a plain table and
+-- one partitioned by created_at: a page's tied rows are read whole, and a
+-- rescan starts again without the last page's tie.
+CREATE TABLE rr (LIKE alerts INCLUDING DEFAULTS);
+CREATE TABLE rrp (LIKE alerts INCLUDING DEFAULTS, PRIMARY KEY (id, created_at)) PARTITION BY RANGE (created_at);
+CREATE TABLE rrp_a PARTITION OF rrp FOR VALUES FROM ('2025-01-01') TO ('2025-07-01');
+CREATE TABLE rrp_other PARTITION OF rrp DEFAULT;
+INSERT INTO rr SELECT rpad(left(id, 5), 26, '0'), organisation_id, created_at, priority_id, attribute_values
+FROM alerts WHERE organisation_id IN ('ORG_B', 'ORG_C');
+INSERT INTO rrp SELECT * FROM rr;
+CALL alerts_enable('rr');
+CALL alerts_enable('rrp');
+SELECT alerts_index_command('rr') \gexec
+SELECT alerts_index_command('rrp') \gexec
+ANALYZE rr, rrp;
+SELECT count(*) > 2 * count(DISTINCT id) AS ids_repeat FROM rr;
+SELECT t AS "table", shape, rescan_same(replace(q, 'TBL', t)) AS result
+FROM (VALUES ('rr'), ('rrp')) tables(t), (VALUES
+    ('with ties, a tenant and a size per outer row',
+     'SELECT o.n || '':'' || x.id || x.attribute_values::text FROM (VALUES (1, ''ORG_C'', 7), (2, ''ORG_B'', 3), (3, ''ORG_C'', 7), (4, ''ORG_B'', 20)) o(n, org, lim)
+      CROSS JOIN LATERAL (SELECT id, attribute_values FROM TBL a WHERE a.organisation_id = o.org AND a.attribute_values @> ''{"env": "prod"}''
+                          ORDER BY id DESC FETCH FIRST o.lim ROWS WITH TIES) x ORDER BY 1'),
+    ('a cursor per outer row, oldest first',
+     'SELECT o.n || '':'' || x.id FROM (VALUES (1, ''01JQ''), (2, ''''), (3, ''01JQ'')) o(n, after)
+      CROSS JOIN LATERAL (SELECT id FROM TBL a WHERE a.organisation_id = ''ORG_B'' AND a.attribute_values @> ''{"team": "T1"}''
+                          AND a.id > o.after ORDER BY id LIMIT 9) x')
+) shapes(shape, q)
+ORDER BY 2, 1;
+DROP TABLE rr, rrp;
+
 -- Rescanned with the same values: the inner side of a nested loop (a LEFT
 -- JOIN keeps the outer rows outer) with nothing between it and the node.
 SET enable_material = off;
