@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/pg.sh
 pg_require
-cargo pgrx package --pg-config "$PG_CONFIG" --no-default-features --features "pg$PG_VERSION" >/dev/null
+CARGO="$PWD/scripts/cargo-rv.sh" cargo-pgrx pgrx package --pg-config "$PG_CONFIG" --no-default-features --features "pg$PG_VERSION" >/dev/null
 pkg=${CARGO_TARGET_DIR:-target}/release/alerts-pg$PG_VERSION
 libdir=$("$PG_CONFIG" --pkglibdir)
 extdir=$("$PG_CONFIG" --sharedir)/extension

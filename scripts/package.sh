@@ -35,7 +35,7 @@ for v in $VERSIONS; do
     pg_require
     echo "package: building for $("$PG_CONFIG" --version)"
     log=target/package-pg$v.log
-    cargo pgrx package --pg-config "$PG_CONFIG" --no-default-features --features "pg$v" > "$log" 2>&1 \
+    CARGO="$PWD/scripts/cargo-rv.sh" cargo-pgrx pgrx package --pg-config "$PG_CONFIG" --no-default-features --features "pg$v" > "$log" 2>&1 \
       || { tail -30 "$log"; echo "package: the build for $v failed (all of it in $log)" >&2; exit 1; }
     tree=${CARGO_TARGET_DIR:-target}/release/alerts-pg$v
     lib=$tree$("$PG_CONFIG" --pkglibdir)/alerts.so

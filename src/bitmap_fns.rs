@@ -93,6 +93,11 @@ fn width_arg(d: Datum) -> usize {
 #[pg_guard]
 pub unsafe extern "C-unwind" fn alerts_column_bits(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
     crate::datum::enter("alerts_column_bits");
+    // The procedures (alerts_enable, alerts_rebuild, alerts_bloom_stats)
+    // call this before their own statements: none runs while a foreign
+    // function could capture one of the extension's calls.
+    // SAFETY: inside the calling statement's transaction.
+    unsafe { crate::overloads::refuse_foreign_connecting() };
     // SAFETY: STRICT, arguments (regclass, name); catalog reads through the
     // syscache, which answer "no such attribute" for a relation that is gone.
     unsafe {

@@ -257,8 +257,7 @@ pub unsafe extern "C-unwind" fn alerts_columns_match(fcinfo: pg_sys::FunctionCal
     // filter lives in fn_mcxt (dropped with it) and is rebuilt when the
     // filter or the row type changes.
     unsafe {
-        let row =
-            pg_sys::pg_detoast_datum(arg(fcinfo, 0).cast_mut_ptr()) as pg_sys::HeapTupleHeader;
+        let row = crate::datum::row_header(arg(fcinfo, 0));
         let filter = arg(fcinfo, 1);
         let raw = varlena_bytes(filter);
         let rowtype = (

@@ -264,3 +264,22 @@ pub fn check_holds(check: &pg_sys::ConstrCheck) -> bool {
     let enforced = check.ccenforced;
     enforced && check.ccvalid
 }
+
+/// Role `role`'s privilege `mode` on schema `namespace`. PostgreSQL 16
+/// replaced `pg_namespace_aclcheck` with the generic `object_aclcheck`.
+///
+/// # Safety
+/// Inside a transaction.
+pub unsafe fn namespace_aclcheck(
+    namespace: pg_sys::Oid,
+    role: pg_sys::Oid,
+    mode: pg_sys::AclMode,
+) -> pg_sys::AclResult::Type {
+    // SAFETY: a catalog lookup.
+    unsafe {
+        #[cfg(feature = "pg15")]
+        return pg_sys::pg_namespace_aclcheck(namespace, role, mode);
+        #[cfg(not(feature = "pg15"))]
+        return pg_sys::object_aclcheck(pg_sys::NamespaceRelationId, namespace, role, mode);
+    }
+}

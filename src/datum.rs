@@ -122,6 +122,41 @@ pub unsafe fn row_tuple(td: pg_sys::HeapTupleHeader) -> pg_sys::HeapTupleData {
     }
 }
 
+/// The header of row value `d`, detoasted, as Postgres'
+/// `DatumGetHeapTupleHeader` gives it: on the minors that version
+/// composite datums (CVE-2026-6460: 15.20, 16.16, 17.12, 18.7 and later),
+/// a datum formed by an earlier release comes back as a marked copy, so
+/// that [`check_row`] checks it (pgrx's `datum_get_heap_tuple_header`).
+///
+/// # Safety
+/// `d` must be a live composite datum.
+pub unsafe fn row_header(d: pg_sys::Datum) -> pg_sys::HeapTupleHeader {
+    // SAFETY: as the caller's.
+    unsafe { pg_sys::datum_get_heap_tuple_header(d) }
+}
+
+/// ERRORs, as Postgres' `heap_getattr` does before it reads an attribute,
+/// if `td` is a versioned row value that `desc` cannot read (formed under
+/// an incompatible definition of its type). Compiled in only against
+/// headers that version composite datums; elsewhere nothing to check.
+///
+/// # Safety
+/// `td` a live row value's header, `desc` a live descriptor.
+pub unsafe fn check_row(td: pg_sys::HeapTupleHeader, desc: pg_sys::TupleDesc) {
+    pgrx::pg_sys::__pgrx_if_composite_datum_versioning! {
+        // SAFETY: as the caller's; heap_datum_check wants a versioned datum.
+        unsafe {
+            let flag = pg_sys::HEAP_IS_DATUM as u16;
+            if (*td).t_infomask & flag == flag
+                && (*td).t_ctid.ip_posid == pg_sys::VersionedDatumOffsetNumber as u16
+            {
+                pg_sys::heap_datum_check(td, desc);
+            }
+        }
+    }
+    let _ = (td, desc);
+}
+
 /// Reads a bitmap datum: `bit(512)`, or folded to `bit(256)` or `bit(128)`
 /// (16, 32 or 64 bytes). Any other length is an ERROR naming the fix.
 ///

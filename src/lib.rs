@@ -17,6 +17,7 @@ mod filter_cache;
 mod heap;
 mod jsonb;
 mod keys;
+mod overloads;
 mod pg_list;
 mod planner;
 mod search;
@@ -38,6 +39,7 @@ pub extern "C-unwind" fn _PG_init() {
         heap::settle();
         settings::define();
         search::register_callbacks();
+        overloads::register_callback();
         custom_scan::init();
     }
 }

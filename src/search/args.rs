@@ -191,6 +191,10 @@ pub unsafe fn checked_args<'a>(fcinfo: pg_sys::FunctionCallInfo) -> Args<'a> {
         // are seen, and none that changes its columns can commit until the
         // transaction ends (the row type read below stays the rows' type).
         pg_sys::LockRelationOid(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        // The table comes from the argument's type, not from a name the
+        // caller wrote: check what naming it would (USAGE on its schema),
+        // with Postgres' own error.
+        super::reader::require_schema_usage(relid);
         let arg = |n: usize| pgrx::fcinfo::pg_getarg_datum(fcinfo, n);
         let (Some(org), Some(filter), Some(since), Some(size)) = (arg(1), arg(2), arg(3), arg(5))
         else {

@@ -71,12 +71,11 @@ impl Distributed {
 pub struct CitusCache {
     known: Option<(u64, Option<Distributed>)>,
     /// Where each tenant's calls read, in that epoch: the shard's relation
-    /// on this node, or None (route the call). Keyed by the tenant and
-    /// whether Citus sent the call (its internal `application_name`).
+    /// on this node, or None (route the call). Keyed by the tenant.
     /// Citus invalidates the distributed table's relcache entry whenever a
     /// row of `pg_dist_shard` or `pg_dist_placement` of it changes (a shard
     /// moved, split or dropped), which starts a new epoch.
-    targets: HashMap<(Vec<u8>, bool), Option<Oid>>,
+    targets: HashMap<Vec<u8>, Option<Oid>>,
 }
 
 /// Tenants whose targets a table keeps; past it, the map starts again.
@@ -94,12 +93,11 @@ impl CitusCache {
             let Some((_, Some(d))) = &self.known else {
                 return Target::Plain;
             };
-            let sent = sent_by_citus();
-            let key = (crate::datum::varlena_bytes(org).to_vec(), sent);
+            let key = crate::datum::varlena_bytes(org).to_vec();
             let shard = match self.targets.get(&key) {
                 Some(&shard) => shard,
                 None => {
-                    let tt = execute(d.shard, &[Datum::from(relid), org, Datum::from(sent)]);
+                    let tt = execute(d.shard, &[Datum::from(relid), org]);
                     let mut isnull = true;
                     let d = pg_sys::SPI_getbinval(*(*tt).vals, (*tt).tupdesc, 1, &mut isnull);
                     let shard = (!isnull).then(|| Oid::from(d.value() as u32));
@@ -268,20 +266,6 @@ fn run_routed<T>(relid: Oid, run: impl FnOnce() -> T) -> T {
         .execute()
 }
 
-/// Whether Citus sent the running statement (a routed query or a task on
-/// a worker: its connections name themselves so): the shard statement's
-/// `$3`, and part of the key its answer is kept by.
-fn sent_by_citus() -> bool {
-    // SAFETY: reading a GUC's current value; it is copied at once.
-    unsafe {
-        let name = pg_sys::GetConfigOption(c"application_name".as_ptr(), true, false);
-        !name.is_null()
-            && std::ffi::CStr::from_ptr(name)
-                .to_bytes()
-                .starts_with(b"citus_internal gpid=")
-    }
-}
-
 /// Whether `relid` is a Citus table `alerts_search` can serve: false if it
 /// is not a Citus table; an ERROR for other Citus tables.
 unsafe fn is_distributed(relid: Oid) -> bool {
@@ -346,21 +330,21 @@ unsafe fn statements(relid: Oid) -> Distributed {
         let t = qualified(relid);
         let s = extension_schema();
         let d = Distributed {
-            // The shard's relation when this node holds a placement of it,
-            // or when Citus itself sent the call here (`$3`, from
-            // `sent_by_citus`): a routed statement reads the placement
-            // Citus chose for it (during a shard move that can be the old
-            // one, which stays until Citus drops it, and the page must
-            // come from the same placement; routing on from there would be
-            // a distributed query inside a shard query).
+            // The shard's relation when this node holds a placement of it
+            // by Citus' catalog, else None (route the call). Nothing a role
+            // can set decides it: a call that claimed to come from Citus
+            // (its `application_name`, which any role can set) once read
+            // any local relation of the shard's name, such as an orphaned
+            // placement left by a shard move. A routed call that reaches
+            // the old node of a shard moved meanwhile routes on to the new
+            // one (docs/security.md).
             shard: prepare(
                 "SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p
                                           WHERE p.shardid = s.id
                                             AND p.groupid = (SELECT groupid FROM pg_catalog.pg_dist_local_group))
-                                  OR $3
                         THEN pg_catalog.to_regclass(pg_catalog.shard_name($1, s.id, false))::pg_catalog.oid END
                  FROM (SELECT pg_catalog.get_shard_id_for_distribution_column($1, $2) AS id) s",
-                &[pg_sys::REGCLASSOID, pg_sys::TEXTOID, pg_sys::BOOLOID],
+                &[pg_sys::REGCLASSOID, pg_sys::TEXTOID],
             ),
             // A router query Citus plans on its fast path (one table, the
             // tenant's equality): sent whole to the node of the tenant's

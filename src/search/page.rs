@@ -156,7 +156,7 @@ impl Page {
         unsafe {
             match &mut self.sink {
                 Sink::Store(store, _) => {
-                    let td = pg_sys::pg_detoast_datum(d.cast_mut_ptr()) as pg_sys::HeapTupleHeader;
+                    let td = crate::datum::row_header(d);
                     let mut tmp = crate::datum::row_tuple(td);
                     pg_sys::tuplestore_puttuple(*store, &mut tmp);
                 }

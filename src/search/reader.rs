@@ -49,6 +49,34 @@ pub unsafe fn reads_whole_rows(relid: Oid, role: Oid) -> bool {
     }
 }
 
+/// ERRORs as Postgres does ("permission denied for schema ...") unless the
+/// current role has USAGE on the schema of `relid`: what a statement
+/// naming the table checks when it resolves the name. A search's table
+/// comes from its first argument's type (a row value can reach a role
+/// that may not name the table), and its direct walk opens the table by
+/// OID, so nothing else checks it.
+///
+/// # Safety
+/// `relid` must be a valid relation.
+pub unsafe fn require_schema_usage(relid: Oid) {
+    // SAFETY: catalog lookups of a valid relation.
+    unsafe {
+        let namespace = pg_sys::get_rel_namespace(relid);
+        let result = crate::compat::namespace_aclcheck(
+            namespace,
+            pg_sys::GetUserId(),
+            pg_sys::ACL_USAGE as pg_sys::AclMode,
+        );
+        if result != pg_sys::AclResult::ACLCHECK_OK {
+            pg_sys::aclcheck_error(
+                result,
+                pg_sys::ObjectType::OBJECT_SCHEMA,
+                pg_sys::get_namespace_name(namespace),
+            );
+        }
+    }
+}
+
 /// The current role switched to another for as long as this lives (a
 /// view's owner, for the searches of a query through the view), as
 /// Postgres switches it for a `SECURITY DEFINER` function: `SET ROLE` is

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use alerts_core::routes::RouteMemory;
 use alerts_core::walk::RareCost;
 
-use pgrx::pg_sys::Datum;
+use pgrx::pg_sys::{self, Datum, Oid};
 
 /// How long a (tenant, filter) a walk found rare goes straight to the rare
 /// path, and how long a rare path's costly answer is kept.
@@ -19,8 +19,11 @@ const TTL: Duration = Duration::from_secs(10);
 /// Bound on the pairs remembered per table and session (cleared when full).
 const MAX: usize = 10_000;
 
-/// The key of a (tenant, filter, column filter): their raw bytes.
-pub type Key = (Vec<u8>, Vec<u8>, Option<Vec<u8>>);
+/// The key of a (tenant, filter, column filter): the role the search
+/// reads as, then their raw bytes. Per role: one role's searches must not
+/// show another what it searched (a pooler's `SET ROLE` shares a backend
+/// between roles, and the route is visible in `EXPLAIN ANALYZE`).
+pub type Key = (Oid, Vec<u8>, Vec<u8>, Option<Vec<u8>>);
 
 pub struct Routes {
     memory: RouteMemory<Key>,
@@ -44,6 +47,7 @@ impl Routes {
             // SAFETY: as the caller's.
             unsafe {
                 (
+                    pg_sys::GetUserId(),
                     crate::datum::varlena_bytes(org).to_vec(),
                     crate::datum::varlena_bytes(filter).to_vec(),
                     columns.map(|c| crate::datum::varlena_bytes(c).to_vec()),

@@ -106,6 +106,8 @@ pub unsafe fn connect() {
                 );
             }
             top.guc_level = Some(level);
+            // before any of the extension's statements runs
+            crate::overloads::refuse_foreign();
         }
     })
 }

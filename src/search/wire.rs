@@ -181,7 +181,8 @@ pub unsafe fn encode(rows: &[Datum], rowtype: Oid) -> Datum {
         let mut values = vec![Datum::from(0usize); natts];
         let mut nulls = vec![false; natts];
         for &row in rows {
-            let td = pg_sys::pg_detoast_datum(row.cast_mut_ptr()) as pg_sys::HeapTupleHeader;
+            let td = crate::datum::row_header(row);
+            crate::datum::check_row(td, desc);
             let mut tuple = crate::datum::row_tuple(td);
             pg_sys::heap_deform_tuple(&mut tuple, desc, values.as_mut_ptr(), nulls.as_mut_ptr());
             for (c, f) in cols.iter().zip(fns.iter_mut()) {
