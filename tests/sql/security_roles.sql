@@ -1,5 +1,5 @@
 -- Security across roles (docs/security.md): a search reads exactly what the
--- caller's own SELECT could read. Each case failed before 0.3.1:
+-- caller's own SELECT could read. Each case failed on main before the fix:
 -- 1. USAGE on the table's schema is checked when the table comes from a
 --    row value's type (a view hands out NULL::private.t);
 -- 2. a function planted in the extension's schema, an overload that an
