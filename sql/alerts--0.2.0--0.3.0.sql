@@ -807,3 +807,16 @@ COMMENT ON FUNCTION alerts_bloom_elements(jsonb) IS
 
 COMMENT ON FUNCTION alerts_bloom_trigger() IS
     'BEFORE INSERT OR UPDATE row trigger: sets the bitmap column (bit(512), or bit(256) / bit(128) holding it folded) from the jsonb attributes column. Arguments: (attributes column, bitmap column), default (attribute_values, attribute_values_bitmap).';
+
+-- created_at windows: the declaration of how ids follow created_at
+CREATE FUNCTION alerts_ulid_near(id text, at timestamptz, within interval) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'alerts_ulid_near'
+    LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION alerts_ulid_near(text, timestamptz, interval) IS
+    'Whether id is a ULID in canonical form (uppercase) whose time is within `within` of `at`. As a table''s CHECK (alerts_ulid_near(id, created_at, interval ''5 minutes'')) it declares how ids follow created_at: plain SQL bounded by created_at then walks only the ids that bound allows.';
+
+CREATE FUNCTION alerts_ulid_bound(ts timestamptz, within interval, upper boolean, declared oid) RETURNS text
+    AS 'MODULE_PATHNAME', 'alerts_ulid_bound'
+    LANGUAGE c STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION alerts_ulid_bound(timestamptz, interval, boolean, oid) IS
+    'The bound on id that a bound on created_at implies under the alerts_ulid_near constraint `declared` (id >= it for created_at >= ts; id < it for created_at <= ts, upper); NULL when that constraint does not hold for every row the snapshot sees. Used by the custom scan''s plans.';

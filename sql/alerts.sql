@@ -155,6 +155,18 @@ CREATE FUNCTION alerts_ulid(ts timestamptz DEFAULT clock_timestamp()) RETURNS te
 COMMENT ON FUNCTION alerts_ulid(timestamptz) IS
     'A new ULID for that time (default: now), with 80 bits from the server''s strong random source. Uppercase, so that text COLLATE "C" order is time order.';
 
+CREATE FUNCTION alerts_ulid_near(id text, at timestamptz, within interval) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'alerts_ulid_near'
+    LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION alerts_ulid_near(text, timestamptz, interval) IS
+    'Whether id is a ULID in canonical form (uppercase) whose time is within `within` of `at`. As a table''s CHECK (alerts_ulid_near(id, created_at, interval ''5 minutes'')) it declares how ids follow created_at: plain SQL bounded by created_at then walks only the ids that bound allows.';
+
+CREATE FUNCTION alerts_ulid_bound(ts timestamptz, within interval, upper boolean, declared oid) RETURNS text
+    AS 'MODULE_PATHNAME', 'alerts_ulid_bound'
+    LANGUAGE c STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION alerts_ulid_bound(timestamptz, interval, boolean, oid) IS
+    'The bound on id that a bound on created_at implies under the alerts_ulid_near constraint `declared` (id >= it for created_at >= ts; id < it for created_at <= ts, upper); NULL when that constraint does not hold for every row the snapshot sees. Used by the custom scan''s plans.';
+
 -- ==========================================================================
 -- The trigger that keeps each row's bitmap current
 -- ==========================================================================

@@ -258,11 +258,21 @@ pub unsafe fn heap_scan_slot_begun(css: *mut pg_sys::CustomScanState, estate: *m
 /// Whether a table's `CHECK` constraint holds for every row it has: it is
 /// validated, and (PostgreSQL 18's `NOT ENFORCED`) enforced.
 pub fn check_holds(check: &pg_sys::ConstrCheck) -> bool {
-    #[cfg(not(feature = "pg18"))]
+    #[cfg(not(any(feature = "pg18", feature = "pg19")))]
     let enforced = true;
-    #[cfg(feature = "pg18")]
+    #[cfg(any(feature = "pg18", feature = "pg19"))]
     let enforced = check.ccenforced;
     enforced && check.ccvalid
+}
+
+/// Whether a `pg_constraint` row holds for every row of its table:
+/// validated, and (PostgreSQL 18's `NOT ENFORCED`) enforced.
+pub fn constraint_row_holds(form: &pg_sys::FormData_pg_constraint) -> bool {
+    #[cfg(not(any(feature = "pg18", feature = "pg19")))]
+    let enforced = true;
+    #[cfg(any(feature = "pg18", feature = "pg19"))]
+    let enforced = form.conenforced;
+    enforced && form.convalidated
 }
 
 /// Role `role`'s privilege `mode` on schema `namespace`. PostgreSQL 16

@@ -11,7 +11,9 @@ use crate::datum::{arg, error, text_datum, varlena_bytes, OrRaise};
 crate::datum::finfo_v1!(
     pg_finfo_alerts_ulid_floor,
     pg_finfo_alerts_ulid_time,
-    pg_finfo_alerts_ulid
+    pg_finfo_alerts_ulid,
+    pg_finfo_alerts_ulid_near,
+    pg_finfo_alerts_ulid_bound
 );
 
 fn ts_arg_ms(ts: i64) -> u64 {
@@ -77,4 +79,75 @@ pub unsafe extern "C-unwind" fn alerts_ulid(fcinfo: pg_sys::FunctionCallInfo) ->
     }
     let s = ulid::encode(ms, u128::from_le_bytes(buf));
     text_datum(std::str::from_utf8(&s).expect("ascii"))
+}
+
+/// An `interval` argument as microseconds: a tolerance, never negative
+/// and never in months (whose length depends on the date).
+///
+/// # Safety
+/// `d` is a live `interval` datum.
+unsafe fn within_us(d: Datum) -> i64 {
+    // SAFETY: as the caller's (an interval is passed by reference).
+    let iv = unsafe { &*(d.cast_mut_ptr::<pg_sys::Interval>()) };
+    let us = iv.time as i128 + iv.day as i128 * 86_400_000_000;
+    if iv.month != 0 || !(0..=i64::MAX as i128).contains(&us) {
+        error(
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            "the tolerance of alerts_ulid_near must be a duration of days, hours, minutes or seconds, at least zero, without months or years".into(),
+            "give it as, for example, interval '5 minutes'",
+        )
+    }
+    us as i64
+}
+
+/// `alerts_ulid_near(id text, at timestamptz, within interval) RETURNS
+/// boolean`: `id` is a canonical ULID whose time is within `within` of `at`.
+///
+/// # Safety
+/// Called by Postgres through the V1 convention, declared STRICT.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn alerts_ulid_near(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    crate::datum::enter("alerts_ulid_near");
+    // SAFETY: STRICT: text, timestamptz (by value), interval.
+    unsafe {
+        let within = within_us(arg(fcinfo, 2));
+        let at = arg(fcinfo, 1).value() as i64;
+        let id = String::from_utf8_lossy(varlena_bytes(arg(fcinfo, 0)));
+        Datum::from(ulid::near(&id, at, within))
+    }
+}
+
+/// `alerts_ulid_bound(ts timestamptz, within interval, upper boolean,
+/// declared oid) RETURNS text`: the bound on `id` that a bound on the time
+/// column implies where constraint `declared` (`alerts_ulid_near`) holds
+/// for every row the statement's snapshot sees: `id >=` it for `time >=
+/// ts`, `id <` it (upper) for `time <= ts`. NULL, no bound, when the
+/// constraint is gone, not validated (or not enforced), or was added or
+/// validated after the snapshot was taken (a row deleted before then,
+/// which the snapshot still sees, was never checked against it).
+///
+/// # Safety
+/// Called by Postgres through the V1 convention, declared STRICT.
+#[unsafe(no_mangle)]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn alerts_ulid_bound(fcinfo: pg_sys::FunctionCallInfo) -> Datum {
+    crate::datum::enter("alerts_ulid_bound");
+    // SAFETY: STRICT: timestamptz, interval, boolean, oid.
+    unsafe {
+        let within = within_us(arg(fcinfo, 1));
+        let ts = arg(fcinfo, 0).value() as i64;
+        let upper = arg(fcinfo, 2).value() != 0;
+        let declared = pg_sys::Oid::from(arg(fcinfo, 3).value() as u32);
+        if !crate::search::checks::holds_for_snapshot(declared) {
+            (*fcinfo).isnull = true;
+            return Datum::from(0);
+        }
+        let bound = if upper {
+            ulid::upper_of_time(ts, within)
+        } else {
+            ulid::lower_of_time(ts, within)
+        };
+        crate::datum::text_of(&bound)
+    }
 }

@@ -1,6 +1,6 @@
 //! What the offer reads of a table in the catalogs, kept per relcache
 //! epoch: the columns a search reads, the table's kind, whether `id` is
-//! `NOT NULL`, and of a partitioned table its own indexes and whether a
+//! `NOT NULL`, how it declares its ids follow a time column, and of a partitioned table its own indexes and whether a
 //! plan merges its children. A statement sent with the simple protocol is
 //! planned on every call, and these reads were a fifth of the offer's
 //! cost; they change only by DDL, and DDL on a table (a column added,
@@ -37,6 +37,8 @@ pub struct Facts {
     pub leaves_heap: bool,
     /// A plan reads this table's children merged (`search::merges_children`).
     pub merges_children: bool,
+    /// How the table declares its ids follow a time column (`window.rs`).
+    pub declared: Option<super::window::Declared>,
 }
 
 /// The facts read in the current epoch: a slot of the backend's state.
@@ -88,6 +90,7 @@ unsafe fn read(relid: Oid) -> Facts {
             ids_unique: false,
             leaves_heap: false,
             merges_children: crate::search::merges_children(relid),
+            declared: cols.and_then(|c| super::window::declared(rel, &c)),
         };
         if let (Some(cols), true) = (
             cols,

@@ -27,6 +27,7 @@ mod plan;
 mod quals;
 mod shape;
 mod table;
+mod window;
 
 /// Installs the planner hook and registers the plan's methods by name.
 ///

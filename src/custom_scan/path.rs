@@ -180,6 +180,13 @@ unsafe fn offer(
         let cols = facts.cols?;
         let found = quals::usable((*rel).baserestrictinfo, rti, &cols);
         let org = found.org?;
+        // bounds on `id` from bounds on the time column the table declares
+        // its ids follow (`window.rs`)
+        let implied = match &facts.declared {
+            Some(d) => super::window::implied((*rel).baserestrictinfo, rti, d),
+            None => Default::default(),
+        };
+        let (implied_lower, implied_upper) = (&implied.lower, &implied.upper);
         let ascending = id_order(root, rel, rti, &cols)?;
         // A row whose id is NULL can match, and a search never returns it
         // (its window is a range of ids): offered only where no such row
@@ -256,6 +263,8 @@ unsafe fn offer(
             reader: (*rel).userid.to_u32(),
             held: found.held.len(),
             attrs: cols.attrs,
+            implied_lower: implied_lower.len(),
+            implied_upper: implied_upper.len(),
         };
         let mut exprs: *mut pg_sys::List = std::ptr::null_mut();
         let mut push = |e: *mut std::ffi::c_void| exprs = pg_sys::lappend(exprs, e);
@@ -277,12 +286,38 @@ unsafe fn offer(
         for c in &found.columns {
             push(c.value.cast());
         }
+        for &e in implied_lower.iter().chain(implied_upper) {
+            push(e.cast());
+        }
         for &rinfo in &found.held {
             push((*rinfo).clause.cast());
         }
         let ints = shape.to_list();
 
-        let (startup, total) = cost(root, rel, found.org_qual, parts.as_ref());
+        // The quals the search does not apply only filter the rows it
+        // returns: it reads 1 / their selectivity as many (all the tenant's
+        // matches when the rows they keep are fewer than the page).
+        let mut residual: *mut pg_sys::List = std::ptr::null_mut();
+        for rinfo in crate::pg_list::ptrs::<pg_sys::RestrictInfo>((*rel).baserestrictinfo) {
+            if !(*rinfo).pseudoconstant
+                && !found.used.contains(&rinfo)
+                && !implied.used.contains(&rinfo)
+            {
+                residual = pg_sys::lappend(residual, rinfo.cast());
+            }
+        }
+        let kept = if residual.is_null() {
+            1.0
+        } else {
+            pg_sys::clauselist_selectivity(
+                root,
+                residual,
+                rti as i32,
+                pg_sys::JoinType::JOIN_INNER,
+                std::ptr::null_mut(),
+            )
+        };
+        let (startup, total) = cost(root, rel, found.org_qual, parts.as_ref(), kept);
         let path =
             pg_sys::palloc0(std::mem::size_of::<pg_sys::CustomPath>()) as *mut pg_sys::CustomPath;
         (*path).path.type_ = pg_sys::NodeTag::T_CustomPath;
@@ -355,12 +390,15 @@ unsafe fn cost(
     rel: *mut pg_sys::RelOptInfo,
     org_qual: *mut pg_sys::RestrictInfo,
     parts: Option<&Partitioned>,
+    kept: f64,
 ) -> (f64, f64) {
     // SAFETY: planner structures and cost settings, read.
     unsafe {
         let one = |entries: f64, rows: f64| {
             let entries = entries.max(1.0);
-            let matches = rows.max(1.0);
+            // the rows the search reads: those the executor keeps, and
+            // those it drops, up to every entry of the tenant
+            let matches = (rows / kept.max(1e-9)).min(entries).max(1.0);
             let per_entry = pg_sys::cpu_index_tuple_cost + pg_sys::cpu_operator_cost;
             let per_match = pg_sys::cpu_tuple_cost + 0.05 * pg_sys::random_page_cost;
             // Fewer than one match in 200 entries: the walk leaves after a

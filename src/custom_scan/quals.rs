@@ -86,6 +86,21 @@ pub struct Usable {
     /// where a row-level policy adds quals, which Postgres tests before the
     /// query's own.
     pub held: Vec<*mut pg_sys::RestrictInfo>,
+    /// Every qual the search applies (the others only filter the rows it
+    /// returns: the walk reads past the rows they drop).
+    pub used: Vec<*mut pg_sys::RestrictInfo>,
+}
+
+impl Usable {
+    /// How many things were found: grows with each usable qual.
+    fn count(&self) -> usize {
+        self.org.is_some() as usize
+            + self.filters.len()
+            + self.lower.len()
+            + self.upper.len()
+            + self.upper_inclusive.len()
+            + self.columns.len()
+    }
 }
 
 /// `column = value` (`list` false) or `column = ANY (value)` (`list`
@@ -113,6 +128,7 @@ pub unsafe fn usable(clauses: *mut pg_sys::List, varno: u32, cols: &Columns) -> 
         columns: Vec::new(),
         guaranteed: Vec::new(),
         held: Vec::new(),
+        used: Vec::new(),
     };
     let mut policy = false;
     // SAFETY: planner nodes, read only.
@@ -122,6 +138,7 @@ pub unsafe fn usable(clauses: *mut pg_sys::List, varno: u32, cols: &Columns) -> 
                 continue;
             }
             policy |= (*rinfo).security_level > 0;
+            let before = found.count();
             let clause = (*rinfo).clause as *mut pg_sys::Node;
             match (*clause).type_ {
                 pg_sys::NodeTag::T_OpExpr => {
@@ -189,6 +206,9 @@ pub unsafe fn usable(clauses: *mut pg_sys::List, varno: u32, cols: &Columns) -> 
                     }
                 }
                 _ => {}
+            }
+            if found.count() != before {
+                found.used.push(rinfo);
             }
         }
     }
@@ -365,7 +385,7 @@ unsafe fn equality_column(
 }
 
 /// Whether the scan can compute `node` once, before its first row.
-unsafe fn computable(node: *mut pg_sys::Node) -> bool {
+pub(super) unsafe fn computable(node: *mut pg_sys::Node) -> bool {
     // SAFETY: planner nodes, read only.
     unsafe {
         !pg_sys::contain_var_clause(node)
@@ -391,7 +411,7 @@ unsafe fn is_attrs_match(funcid: Oid) -> bool {
 const C_LANGUAGE: Oid = Oid::from_u32(13);
 
 /// Whether function `funcid` is written in C.
-unsafe fn language_is_c(funcid: Oid) -> bool {
+pub(super) unsafe fn language_is_c(funcid: Oid) -> bool {
     // SAFETY: a syscache lookup, released here.
     unsafe {
         let tuple = pg_sys::SearchSysCache1(

@@ -1,6 +1,7 @@
 //! What a plan of the node carries: its `custom_exprs` in order (the
 //! tenant, the attribute conditions, the lower and upper bounds on `id`, the
-//! query's `LIMIT` and `OFFSET`, the column values, the containments the
+//! query's `LIMIT` and `OFFSET`, the column values, the bounds implied by
+//! a declared time column, the containments the
 //! node tests itself), described by a list of
 //! integers in `custom_private` (beside the partitions the plan read).
 //! Written by the planner (`path.rs`, `plan.rs`), read by the executor
@@ -49,6 +50,11 @@ pub struct Shape {
     /// attributes (column `attrs`), instead of the executor.
     pub held: usize,
     pub attrs: AttrNumber,
+    /// Bounds on `id` implied by bounds on the time column the table
+    /// declares ids follow (`window.rs`), after the column values: lower,
+    /// then upper; a NULL one bounds nothing.
+    pub implied_lower: usize,
+    pub implied_upper: usize,
 }
 
 impl Shape {
@@ -69,6 +75,7 @@ impl Shape {
         v.push(self.partitioned as i32);
         v.push(self.reader as i32);
         v.extend([self.held as i32, self.attrs as i32]);
+        v.extend([self.implied_lower as i32, self.implied_upper as i32]);
         v
     }
 
@@ -93,6 +100,8 @@ impl Shape {
             reader: rest[9 + 2 * rest[4] as usize] as u32,
             held: rest[10 + 2 * rest[4] as usize] as usize,
             attrs: rest[11 + 2 * rest[4] as usize] as AttrNumber,
+            implied_lower: rest[12 + 2 * rest[4] as usize] as usize,
+            implied_upper: rest[13 + 2 * rest[4] as usize] as usize,
         }
     }
 

@@ -266,3 +266,32 @@ unsafe fn text_constant(node: *mut pg_sys::Node) -> Option<Vec<u8>> {
             .then(|| varlena_bytes((*c).constvalue).to_vec())
     }
 }
+
+/// Whether constraint `oid` holds for every row the active snapshot sees:
+/// it exists, is validated (and enforced), and the transaction that last
+/// wrote its catalog row (added or validated it) committed before the
+/// snapshot was taken.
+///
+/// # Safety
+/// In a transaction.
+pub unsafe fn holds_for_snapshot(oid: Oid) -> bool {
+    // SAFETY: as the caller's; the syscache tuple is read while held.
+    unsafe {
+        if !pg_sys::ActiveSnapshotSet() {
+            return false;
+        }
+        let cache = pg_sys::SysCacheIdentifier::CONSTROID as i32;
+        let tuple = pg_sys::SearchSysCache1(cache, Datum::from(oid));
+        if tuple.is_null() {
+            return false;
+        }
+        let form = pg_sys::GETSTRUCT(tuple) as *mut pg_sys::FormData_pg_constraint;
+        let valid = crate::compat::constraint_row_holds(&*form);
+        let xmin = pg_sys::submodules::htup::HeapTupleHeaderGetXmin((*tuple).t_data);
+        pg_sys::ReleaseSysCache(tuple);
+        valid
+            && unguarded::guarded(|g| {
+                unguarded::committed_before(g, xmin, unguarded::active_snapshot(g))
+            })
+    }
+}

@@ -40,7 +40,7 @@
 
 mod args;
 mod call;
-mod checks;
+pub(crate) mod checks;
 mod citus;
 mod index_shape;
 mod indexes;

@@ -101,6 +101,57 @@ pub fn pg_timestamp_of_unix_ms(ms: u64) -> i64 {
     ms as i64 * 1000 - PG_EPOCH_US
 }
 
+/// Whether `s` is a ULID in its canonical form (26 uppercase Crockford
+/// base32 characters, as [`encode`] writes them) whose time lies within
+/// `within_us` microseconds of the Postgres `timestamptz` `at`: the row
+/// relation `alerts_ulid_near` declares. Infinite times are near nothing.
+pub fn near(s: &str, at: i64, within_us: i64) -> bool {
+    let Ok((ms, rand)) = decode(s) else {
+        return false;
+    };
+    if encode(ms, rand) != s.as_bytes() || at == i64::MIN || at == i64::MAX {
+        return false;
+    }
+    let id_us = ms as i128 * 1000 - PG_EPOCH_US as i128;
+    (id_us - at as i128).abs() <= within_us as i128
+}
+
+/// An id no row near its time (`near`, `within_us`) with a time at or
+/// after `ts` has an id below: the lower bound on `id` that `created_at >=
+/// ts` implies. Past the last ULID: `8`, above every canonical ULID.
+pub fn lower_of_time(ts: i64, within_us: i64) -> Vec<u8> {
+    if ts == i64::MIN {
+        return floor(0).to_vec();
+    }
+    if ts == i64::MAX {
+        return b"8".to_vec();
+    }
+    let ms = (ts as i128 - within_us as i128 + PG_EPOCH_US as i128).div_euclid(1000);
+    match ms {
+        ..0 => floor(0).to_vec(),
+        ms if ms > MAX_MS as i128 => b"8".to_vec(),
+        ms => floor(ms as u64).to_vec(),
+    }
+}
+
+/// An id above every id of a row near its time with a time at or before
+/// `ts`: the strict upper bound on `id` that `created_at <= ts` (or `<`)
+/// implies.
+pub fn upper_of_time(ts: i64, within_us: i64) -> Vec<u8> {
+    if ts == i64::MIN {
+        return floor(0).to_vec();
+    }
+    if ts == i64::MAX {
+        return b"8".to_vec();
+    }
+    let ms = (ts as i128 + within_us as i128 + PG_EPOCH_US as i128).div_euclid(1000) + 1;
+    match ms {
+        ..0 => floor(0).to_vec(),
+        ms if ms > MAX_MS as i128 => b"8".to_vec(),
+        ms => floor(ms as u64).to_vec(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,5 +206,52 @@ mod tests {
         ] {
             assert!(decode(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn time_bounds_hold_every_near_id() {
+        // ids of times around a bound, within tolerances of 0 to 2 s
+        let base = 1_700_000_000_000u64;
+        for within_us in [0i64, 999, 1000, 1_500_000, 2_000_000] {
+            for d_ms in -3000i64..3000 {
+                let ms = (base as i64 + d_ms) as u64;
+                let id = encode(ms, 0x1234_5678_9abc_def0_1234);
+                let s = std::str::from_utf8(&id).unwrap();
+                let id_ts = pg_timestamp_of_unix_ms(ms);
+                // the row's time: anywhere within the tolerance of its id's
+                for at in [id_ts - within_us, id_ts, id_ts + within_us, id_ts + 777] {
+                    if !near(s, at, within_us) {
+                        continue;
+                    }
+                    for bound in [at, at - 1, at - 1000, at + 1, at + 1000] {
+                        if at >= bound {
+                            assert!(id.as_slice() >= lower_of_time(bound, within_us).as_slice());
+                        }
+                        if at <= bound {
+                            assert!(id.as_slice() < upper_of_time(bound, within_us).as_slice());
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn near_wants_the_canonical_form() {
+        let id = encode(1_700_000_000_000, 42);
+        let s = std::str::from_utf8(&id).unwrap();
+        let at = pg_timestamp_of_unix_ms(1_700_000_000_000);
+        assert!(near(s, at, 0));
+        assert!(!near(&s.to_ascii_lowercase(), at, 0));
+        assert!(!near(s, at + 1, 0));
+        assert!(near(s, at + 1, 1));
+        assert!(!near(s, i64::MAX, i64::MAX));
+        assert!(!near("not a ulid", at, 1));
+        assert_eq!(lower_of_time(i64::MIN, 0), floor(0).to_vec());
+        assert_eq!(upper_of_time(i64::MAX, 0), b"8".to_vec());
+        assert_eq!(upper_of_time(-PG_EPOCH_US - 5000, 0), floor(0).to_vec());
+        assert!(
+            upper_of_time(pg_timestamp_of_unix_ms(MAX_MS), 0) > encode(MAX_MS, u128::MAX).to_vec()
+        );
     }
 }

@@ -100,6 +100,12 @@ unsafe fn properties(
         if !columns.is_empty() {
             text(c"Columns Tested In Search", &columns.join(", "));
         }
+        if shape.implied_lower + shape.implied_upper > 0 {
+            text(
+                c"Window From",
+                "the time bounds, by the table's alerts_ulid_near constraint",
+            );
+        }
         if !shape.ids_unique {
             text(
                 c"Ids Unique",

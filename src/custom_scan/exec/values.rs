@@ -178,10 +178,10 @@ impl Run {
             let filters: Vec<Option<Datum>> = values[1..1 + n_values].to_vec();
             let mut at = values.into_iter().skip(1 + n_values);
             let mut take = |n: usize| -> Option<Vec<Datum>> { at.by_ref().take(n).collect() };
-            let Some(lower) = take(shape.lower) else {
+            let Some(mut lower) = take(shape.lower) else {
                 return false;
             };
-            let Some(upper) = take(shape.upper) else {
+            let Some(mut upper) = take(shape.upper) else {
                 return false;
             };
             let Some(upper_inclusive) = take(shape.upper_inclusive) else {
@@ -212,6 +212,16 @@ impl Run {
                     ),
                 );
             }
+            // the bounds a declared time column implies (`window.rs`): a
+            // NULL one (the declaration does not hold for this snapshot)
+            // bounds nothing
+            let implied: Vec<Option<Datum>> = at
+                .by_ref()
+                .take(shape.implied_lower + shape.implied_upper)
+                .collect();
+            let (implied_lower, implied_upper) = implied.split_at(shape.implied_lower);
+            lower.extend(implied_lower.iter().flatten());
+            upper.extend(implied_upper.iter().flatten());
             self.columns = (!columns.is_empty()).then(|| {
                 let d = jsonb_datum(&serde_json::Value::Object(columns).to_string());
                 let table = crate::datum::cstr_owned(pg_sys::get_rel_name(self.relid));

@@ -1,0 +1,305 @@
+//! The `created_at` window. A query bounded by a time column (`created_at
+//! >= now() - interval '30 days'`) says nothing of the ids the walk reads:
+//! without more, the bound is a filter the executor tests on each row the
+//! search returns, and the walk reads the tenant's matches back to its
+//! first. A table declares how its ids follow that column with a validated
+//! `CHECK (alerts_ulid_near(id, created_at, interval '5 minutes'))`:
+//! every id is then a canonical ULID whose time is within the tolerance of
+//! the row's `created_at`, so `created_at >= t` implies `id >=
+//! alerts_ulid_floor(t - tolerance)`, and `created_at <= t` implies `id <`
+//! the first ULID after `t + tolerance`. The scan adds those bounds to its
+//! window (the executor still tests the time bound itself, on every row).
+//!
+//! Why it is safe: Postgres checks the constraint on every insert and
+//! update of every row, and of every leaf of a partitioned table (a
+//! partition inherits it and cannot drop it; one attached must have it
+//! validated). The bound is computed at the first row by
+//! `alerts_ulid_bound`, which gives no bound (NULL) unless the constraint
+//! still holds for the statement's snapshot: validated, enforced, and
+//! added or validated by a transaction that committed before the snapshot
+//! was taken (a row deleted before then was never checked against it).
+//! Only in a bytewise collation (`C`, `POSIX`) is ULID order byte order.
+
+use pgrx::pg_sys::{self, AttrNumber, Oid};
+
+use crate::pg_list;
+use crate::search::Columns;
+
+/// timestamptz's `=`, `<`, `<=`, `>`, `>=` (`pg_operator.dat`).
+const TS_EQ: u32 = 1320;
+const TS_LT: u32 = 1322;
+const TS_LE: u32 = 1323;
+const TS_GT: u32 = 1324;
+const TS_GE: u32 = 1325;
+
+/// A table's declaration: its column of times, the tolerance (an
+/// interval's microseconds, days and months), the constraint that says
+/// it, and this extension's `alerts_ulid_bound`.
+#[derive(Clone, Copy, Debug)]
+pub struct Declared {
+    pub time: AttrNumber,
+    within: (i64, i32, i32),
+    constraint: Oid,
+    bound_fn: Oid,
+}
+
+/// The declaration among relation `rel`'s constraints, if it has one the
+/// search can use.
+///
+/// # Safety
+/// In a transaction; `rel` is open and locked.
+pub unsafe fn declared(rel: pg_sys::Relation, cols: &Columns) -> Option<Declared> {
+    // SAFETY: as the caller's; each constraint's expression is made in the
+    // current memory context and read only.
+    unsafe {
+        let constr = (*(*rel).rd_att).constr;
+        if constr.is_null() || !cols.ids_bytewise() {
+            return None;
+        }
+        for i in 0..usize::from((*constr).num_check) {
+            let check = &*(*constr).check.add(i);
+            if !crate::compat::check_holds(check) || check.ccbin.is_null() {
+                continue;
+            }
+            let node = pg_sys::stringToNode(check.ccbin).cast::<pg_sys::Node>();
+            let mut found = None;
+            conjuncts(node, &mut |n| {
+                found = found.or_else(|| near_call(n, (*rel).rd_att, cols))
+            });
+            let Some((time, within, near_fn)) = found else {
+                continue;
+            };
+            let relid = (*rel).rd_id;
+            let constraint = pg_sys::get_relation_constraint_oid(relid, check.ccname, true);
+            let bound_fn = bound_function(near_fn);
+            if constraint != pg_sys::InvalidOid && bound_fn != pg_sys::InvalidOid {
+                return Some(Declared {
+                    time,
+                    within,
+                    constraint,
+                    bound_fn,
+                });
+            }
+        }
+        None
+    }
+}
+
+/// Calls `f` on each conjunct at the top of `node` (an `AND` read through).
+///
+/// # Safety
+/// `node` is an expression tree.
+unsafe fn conjuncts(node: *mut pg_sys::Node, f: &mut dyn FnMut(*mut pg_sys::Node)) {
+    // SAFETY: nodes read only.
+    unsafe {
+        if (*node).type_ == pg_sys::NodeTag::T_BoolExpr {
+            let b = node.cast::<pg_sys::BoolExpr>();
+            if (*b).boolop == pg_sys::BoolExprType::AND_EXPR {
+                for arg in pg_list::ptrs::<pg_sys::Node>((*b).args) {
+                    conjuncts(arg, f);
+                }
+                return;
+            }
+        }
+        f(node)
+    }
+}
+
+/// `alerts_ulid_near(id, column, interval constant)` with `column` a
+/// `timestamptz` column: (its number, the tolerance, the function).
+///
+/// # Safety
+/// `node` is an expression node of a constraint of a table of `desc`.
+unsafe fn near_call(
+    node: *mut pg_sys::Node,
+    desc: pg_sys::TupleDesc,
+    cols: &Columns,
+) -> Option<(AttrNumber, (i64, i32, i32), Oid)> {
+    // SAFETY: nodes read only; an interval constant points at its value.
+    unsafe {
+        if (*node).type_ != pg_sys::NodeTag::T_FuncExpr {
+            return None;
+        }
+        let f = node.cast::<pg_sys::FuncExpr>();
+        let name = pg_sys::get_func_name((*f).funcid);
+        if name.is_null()
+            || std::ffi::CStr::from_ptr(name).to_bytes() != b"alerts_ulid_near"
+            || !super::quals::language_is_c((*f).funcid)
+        {
+            return None;
+        }
+        let args: Vec<_> = pg_list::ptrs::<pg_sys::Node>((*f).args).collect();
+        let [id, time, within] = args[..] else {
+            return None;
+        };
+        let column = |n: *mut pg_sys::Node| {
+            let n = strip_relabel(n);
+            ((*n).type_ == pg_sys::NodeTag::T_Var).then(|| (*n.cast::<pg_sys::Var>()).varattno)
+        };
+        let time = column(time)?;
+        if column(id)? != cols.id
+            || time <= 0
+            || crate::compat::attribute(desc, time.into()).atttypid != pg_sys::TIMESTAMPTZOID
+            || (*within).type_ != pg_sys::NodeTag::T_Const
+        {
+            return None;
+        }
+        let c = within.cast::<pg_sys::Const>();
+        if (*c).consttype != pg_sys::INTERVALOID || (*c).constisnull {
+            return None;
+        }
+        let iv = &*(*c).constvalue.cast_mut_ptr::<pg_sys::Interval>();
+        Some((time, (iv.time, iv.day, iv.month), (*f).funcid))
+    }
+}
+
+/// `node` without the relabelling a varchar column reaches text through.
+unsafe fn strip_relabel(mut node: *mut pg_sys::Node) -> *mut pg_sys::Node {
+    // SAFETY: nodes read only.
+    unsafe {
+        while (*node).type_ == pg_sys::NodeTag::T_RelabelType {
+            node = (*node.cast::<pg_sys::RelabelType>()).arg.cast();
+        }
+        node
+    }
+}
+
+/// This extension's `alerts_ulid_bound(timestamptz, interval, boolean,
+/// oid)`, in the schema of its `alerts_ulid_near` `near_fn`: looked up by
+/// its exact signature, and only a C function counts (a planted function
+/// of that name would be SQL or PL, which only a superuser can make C).
+unsafe fn bound_function(near_fn: Oid) -> Oid {
+    // SAFETY: catalog lookups; the name list is made in the current memory.
+    unsafe {
+        let schema = pg_sys::get_namespace_name(pg_sys::get_func_namespace(near_fn));
+        if schema.is_null() {
+            return pg_sys::InvalidOid;
+        }
+        let names = pg_sys::lappend(
+            pg_sys::lappend(std::ptr::null_mut(), pg_sys::makeString(schema).cast()),
+            pg_sys::makeString(pg_sys::pstrdup(c"alerts_ulid_bound".as_ptr())).cast(),
+        );
+        let types = [
+            pg_sys::TIMESTAMPTZOID,
+            pg_sys::INTERVALOID,
+            pg_sys::BOOLOID,
+            pg_sys::OIDOID,
+        ];
+        let oid = pg_sys::LookupFuncName(names, 4, types.as_ptr(), true);
+        if oid == pg_sys::InvalidOid || !super::quals::language_is_c(oid) {
+            return pg_sys::InvalidOid;
+        }
+        oid
+    }
+}
+
+/// The bounds on `id` the scan's quals on the declared time column imply.
+#[derive(Default)]
+pub struct Implied {
+    /// Expressions, each `alerts_ulid_bound(value, ...)`.
+    pub lower: Vec<*mut pg_sys::Expr>,
+    pub upper: Vec<*mut pg_sys::Expr>,
+    /// The quals they come from (the window then stops where they do).
+    pub used: Vec<*mut pg_sys::RestrictInfo>,
+}
+
+/// The bounds on `id` the scan's quals on the declared time column imply.
+///
+/// # Safety
+/// `clauses` is the rel's `baserestrictinfo`; `varno` its range table
+/// entry; in the planner's memory.
+pub unsafe fn implied(clauses: *mut pg_sys::List, varno: u32, declared: &Declared) -> Implied {
+    let mut found = Implied::default();
+    // SAFETY: planner nodes, read only; new nodes in the current memory.
+    unsafe {
+        for rinfo in pg_list::ptrs::<pg_sys::RestrictInfo>(clauses) {
+            let clause = (*rinfo).clause.cast::<pg_sys::Node>();
+            if (*rinfo).pseudoconstant || (*clause).type_ != pg_sys::NodeTag::T_OpExpr {
+                continue;
+            }
+            let op = clause.cast::<pg_sys::OpExpr>();
+            let args: Vec<_> = pg_list::ptrs::<pg_sys::Node>((*op).args).collect();
+            let [a, b] = args[..] else { continue };
+            let is_time = |n: *mut pg_sys::Node| {
+                (*n).type_ == pg_sys::NodeTag::T_Var && {
+                    let v = n.cast::<pg_sys::Var>();
+                    (*v).varno as u32 == varno
+                        && (*v).varlevelsup == 0
+                        && (*v).varattno == declared.time
+                }
+            };
+            let opno = u32::from((*op).opno);
+            // (value, operator as if the column were on the left)
+            let (value, opno) = if is_time(a) && super::quals::computable(b) {
+                (b, opno)
+            } else if is_time(b) && super::quals::computable(a) {
+                let commuted = match opno {
+                    TS_LT => TS_GT,
+                    TS_LE => TS_GE,
+                    TS_GT => TS_LT,
+                    TS_GE => TS_LE,
+                    other => other,
+                };
+                (a, commuted)
+            } else {
+                continue;
+            };
+            if matches!(opno, TS_GE | TS_GT | TS_EQ) {
+                found.lower.push(bound(value, declared, false));
+            }
+            if matches!(opno, TS_LE | TS_LT | TS_EQ) {
+                found.upper.push(bound(value, declared, true));
+            }
+            if matches!(opno, TS_GE | TS_GT | TS_EQ | TS_LE | TS_LT) {
+                found.used.push(rinfo);
+            }
+        }
+    }
+    found
+}
+
+/// `alerts_ulid_bound(value, tolerance, upper, constraint)`.
+///
+/// # Safety
+/// In the planner's memory; `value` is a timestamptz expression.
+unsafe fn bound(value: *mut pg_sys::Node, d: &Declared, upper: bool) -> *mut pg_sys::Expr {
+    // SAFETY: nodes made in the current memory context.
+    unsafe {
+        let iv =
+            pg_sys::palloc0(std::mem::size_of::<pg_sys::Interval>()).cast::<pg_sys::Interval>();
+        ((*iv).time, (*iv).day, (*iv).month) = d.within;
+        let size = std::mem::size_of::<pg_sys::Interval>() as i32;
+        let within = pg_sys::makeConst(
+            pg_sys::INTERVALOID,
+            -1,
+            pg_sys::InvalidOid,
+            size,
+            pg_sys::Datum::from(iv),
+            false,
+            false,
+        );
+        let upper = pg_sys::makeBoolConst(upper, false);
+        let constraint = pg_sys::makeConst(
+            pg_sys::OIDOID,
+            -1,
+            pg_sys::InvalidOid,
+            4,
+            pg_sys::Datum::from(d.constraint),
+            false,
+            true,
+        );
+        let mut args: *mut pg_sys::List = std::ptr::null_mut();
+        for n in [value, within.cast(), upper, constraint.cast()] {
+            args = pg_sys::lappend(args, n.cast());
+        }
+        pg_sys::makeFuncExpr(
+            d.bound_fn,
+            pg_sys::TEXTOID,
+            args,
+            pg_sys::C_COLLATION_OID,
+            pg_sys::InvalidOid,
+            pg_sys::CoercionForm::COERCE_EXPLICIT_CALL,
+        )
+        .cast()
+    }
+}

@@ -1,0 +1,167 @@
+-- The created_at window (custom_scan/window.rs). Plain SQL bounded by
+-- created_at, the way applications write a window: every page equals
+-- Postgres' own plan for it, before and after the table declares how its
+-- ids follow created_at (CHECK (alerts_ulid_near(id, created_at, ...))).
+-- Declared, the node's window stops where the time bound does: it walks
+-- no more index entries than the same page bounded by id. The declaration
+-- counts only while it holds for every row the snapshot sees.
+SET client_min_messages = warning;
+SET TimeZone = 'UTC';
+\set SHOW_CONTEXT never
+LOAD 'alerts';
+
+-- The rows of q with and without the node, and what the node did: whether
+-- it ran, its window came from the time bound, and the entries it walked.
+CREATE FUNCTION tw_run(q text, OUT same text, OUT node text, OUT walked int) LANGUAGE plpgsql AS $$
+DECLARE
+    got text[] := '{}';
+    want text[] := '{}';
+    v text;
+    plan json;
+BEGIN
+    PERFORM set_config('alerts.custom_scan', 'on', true);
+    EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) ' || q INTO plan;
+    WITH RECURSIVE t(p) AS (
+        SELECT plan -> 0 -> 'Plan'
+        UNION ALL
+        SELECT c FROM t, json_array_elements(t.p -> 'Plans') c
+    )
+    SELECT CASE WHEN bool_or(t.p ->> 'Window From' IS NOT NULL) THEN 'node, window from the time bound'
+                WHEN count(*) > 0 THEN 'node' ELSE 'no node' END,
+           sum((t.p ->> 'Index Entries Walked')::int)
+      INTO node, walked
+    FROM t WHERE t.p ->> 'Custom Plan Provider' = 'AlertsSearch';
+    FOR v IN EXECUTE q LOOP
+        got := got || v;
+    END LOOP;
+    PERFORM set_config('alerts.custom_scan', 'off', true);
+    FOR v IN EXECUTE q LOOP
+        want := want || v;
+    END LOOP;
+    PERFORM set_config('alerts.custom_scan', 'on', true);
+    same := format('%s rows, %s', cardinality(want),
+                   CASE WHEN got IS NOT DISTINCT FROM want THEN 'same' ELSE 'DIFFERENT' END);
+END $$;
+CREATE FUNCTION tw_check(q text) RETURNS text LANGUAGE sql AS $$
+    SELECT same || ', ' || node FROM tw_run(q)
+$$;
+
+-- The query suite's rows (ids made by alerts_ulid(created_at): the same
+-- millisecond), with the recommended setup and the index a window wants.
+CREATE TABLE tw (LIKE alerts INCLUDING DEFAULTS, PRIMARY KEY (id));
+INSERT INTO tw SELECT * FROM alerts;
+CALL alerts_enable('tw');
+SELECT alerts_index_command('tw') \gexec
+CREATE INDEX tw_created ON tw (organisation_id, created_at);
+ANALYZE tw;
+
+-- The windows: >=, >, BETWEEN, < and =, alone, with an id bound, relative
+-- to a fixed time (now() is fixed in a transaction; these are fixed here).
+CREATE TABLE tw_queries (n int, q text);
+INSERT INTO tw_queries VALUES
+ (1, $$SELECT id FROM tw WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T1"}' AND created_at >= '2025-12-20' ORDER BY id DESC LIMIT 20$$),
+ (2, $$SELECT id FROM tw WHERE organisation_id = 'ORG_B' AND attribute_values @> '{"service": "S7"}' AND created_at > '2025-12-01' ORDER BY id DESC LIMIT 50$$),
+ (3, $$SELECT id FROM tw WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T0"}' AND created_at BETWEEN '2025-06-01' AND '2025-06-10' ORDER BY id DESC LIMIT 20$$),
+ (4, $$SELECT id FROM tw WHERE organisation_id = 'ORG_C' AND attribute_values @> '{"team": "T0"}' AND created_at < '2025-03-01' ORDER BY id DESC LIMIT 20$$),
+ (5, $$SELECT id FROM tw WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T2"}' AND created_at >= '2025-11-01' AND id < alerts_ulid_floor('2025-11-15') ORDER BY id DESC LIMIT 20$$),
+ (6, $$SELECT id FROM tw WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T1"}' AND created_at >= '2025-12-25' AND created_at <= '2025-12-26' ORDER BY id ASC LIMIT 20$$),
+ (7, $$SELECT id FROM tw WHERE organisation_id = 'ORG_B' AND attribute_values @> '{"team": "T3"}' AND created_at = (SELECT created_at FROM tw WHERE organisation_id = 'ORG_B' AND attribute_values @> '{"team": "T3"}' ORDER BY id DESC LIMIT 1 OFFSET 10) ORDER BY id DESC LIMIT 5$$),
+ (8, $$SELECT id FROM tw WHERE organisation_id = 'ORG_A' AND alerts_attrs_match(attribute_values, '{"team": ["T1", "T2"]}') AND created_at >= '2025-12-28 12:00' ORDER BY id DESC LIMIT 20$$),
+ (9, $$SELECT id FROM tw WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T1"}' AND '2025-12-20' <= created_at ORDER BY id DESC LIMIT 20$$),
+ (10, $$SELECT id FROM tw WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T1"}' AND created_at >= 'infinity' ORDER BY id DESC LIMIT 20$$),
+ (11, $$SELECT id FROM tw WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T1"}' AND created_at <= '-infinity' ORDER BY id DESC LIMIT 20$$);
+
+-- Undeclared: the time bound is only a filter; every page exact.
+SELECT n, tw_check(q) FROM tw_queries ORDER BY n;
+
+-- Declared, with a tolerance of one millisecond (the ids' own precision).
+ALTER TABLE tw ADD CONSTRAINT tw_ids_follow_created_at
+    CHECK (alerts_ulid_near(id, created_at, interval '1 millisecond'));
+SELECT n, tw_check(q) FROM tw_queries ORDER BY n;
+
+-- The window walks no more entries than the same page bounded by id
+-- (the id bound a 1 ms tolerance implies).
+SELECT (SELECT walked FROM tw_run($$SELECT id FROM tw WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T1"}' AND created_at >= '2025-12-20' ORDER BY id DESC LIMIT 200$$))
+    <= (SELECT walked FROM tw_run($$SELECT id FROM tw WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T1"}' AND id >= alerts_ulid_floor('2025-12-19 23:59:59.999') ORDER BY id DESC LIMIT 200$$))
+    AS walks_as_the_id_bound;
+
+-- Through a prepared statement's generic plan (the bound a parameter).
+SET plan_cache_mode = force_generic_plan;
+PREPARE tw_page(timestamptz, int) AS
+    SELECT id FROM tw WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T1"}'
+      AND created_at >= $1 ORDER BY id DESC LIMIT $2;
+CREATE TEMP TABLE tw_got AS EXECUTE tw_page('2025-12-20', 20);
+SET alerts.custom_scan = off;
+SELECT array(SELECT id FROM tw_got ORDER BY id DESC)
+     = array(SELECT id FROM tw WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T1"}'
+             AND created_at >= '2025-12-20' ORDER BY id DESC LIMIT 20) AS generic_plan_exact,
+       (SELECT count(*) FROM tw_got) AS generic_rows;
+RESET alerts.custom_scan;
+CREATE FUNCTION tw_plan_has(q text, what text) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+    l text;
+BEGIN
+    FOR l IN EXECUTE 'EXPLAIN (COSTS OFF, VERBOSE) ' || q LOOP
+        IF l LIKE '%' || what || '%' THEN RETURN true; END IF;
+    END LOOP;
+    RETURN false;
+END $$;
+SELECT tw_plan_has('EXECUTE tw_page(''2025-12-20'', 20)', 'Window From') AS generic_plan_window_from,
+       tw_plan_has('EXECUTE tw_page(''2025-12-20'', 20)', '$1') AS generic_plan_has_parameter;
+DROP FUNCTION tw_plan_has(text, text);
+RESET plan_cache_mode;
+
+-- The declaration refuses rows it does not hold for: an id of another
+-- time, a lowercase id, and a tolerance in months.
+\set VERBOSITY terse
+INSERT INTO tw (id, organisation_id, created_at, priority_id, attribute_values)
+VALUES (alerts_ulid('2020-01-01'), 'ORG_A', '2025-12-31', 1, '{}');
+INSERT INTO tw (id, organisation_id, created_at, priority_id, attribute_values)
+VALUES (lower(alerts_ulid('2025-12-31')), 'ORG_A', '2025-12-31', 1, '{}');
+SELECT alerts_ulid_near(alerts_ulid(), now(), interval '1 month');
+SELECT alerts_ulid_near(alerts_ulid(), now(), interval '-1 second');
+SELECT alerts_ulid_near(alerts_ulid(now()), now(), interval '1 second') AS near_now,
+       alerts_ulid_near(alerts_ulid(now() - interval '1 hour'), now(), interval '1 second') AS hour_ago;
+\set VERBOSITY default
+
+-- The bound holds only for snapshots that see the constraint committed:
+-- not in the transaction that adds it, not NOT VALID, not once dropped.
+SELECT oid AS tw_constraint FROM pg_constraint WHERE conname = 'tw_ids_follow_created_at' \gset
+SELECT alerts_ulid_bound('2025-12-20', interval '1 millisecond', false, :tw_constraint) = alerts_ulid_floor('2025-12-19 23:59:59.999') AS bound_committed;
+BEGIN;
+ALTER TABLE tw DROP CONSTRAINT tw_ids_follow_created_at;
+ALTER TABLE tw ADD CONSTRAINT tw_ids_follow_created_at
+    CHECK (alerts_ulid_near(id, created_at, interval '1 millisecond'));
+SELECT oid AS tw_constraint_new FROM pg_constraint WHERE conname = 'tw_ids_follow_created_at' \gset
+SELECT alerts_ulid_bound('2025-12-20', interval '1 millisecond', false, :tw_constraint_new) IS NULL AS no_bound_in_its_transaction;
+SELECT tw_check(q) FROM tw_queries WHERE n = 1;
+ROLLBACK;
+ALTER TABLE tw DROP CONSTRAINT tw_ids_follow_created_at;
+SELECT alerts_ulid_bound('2025-12-20', interval '1 millisecond', false, :tw_constraint) IS NULL AS no_bound_once_dropped;
+ALTER TABLE tw ADD CONSTRAINT tw_ids_follow_created_at
+    CHECK (alerts_ulid_near(id, created_at, interval '1 millisecond')) NOT VALID;
+SELECT n, tw_check(q) FROM tw_queries WHERE n IN (1, 3) ORDER BY n;
+ALTER TABLE tw VALIDATE CONSTRAINT tw_ids_follow_created_at;
+SELECT n, tw_check(q) FROM tw_queries WHERE n IN (1, 3) ORDER BY n;
+
+-- Partitioned by created_at, declared once on the parent: each partition
+-- inherits it (and cannot drop it), whole-table and per-partition plans.
+CREATE TABLE twp (LIKE alerts INCLUDING DEFAULTS, PRIMARY KEY (id, created_at),
+    CONSTRAINT twp_ids_follow_created_at CHECK (alerts_ulid_near(id, created_at, interval '1 millisecond')))
+    PARTITION BY RANGE (created_at);
+CREATE TABLE twp_a PARTITION OF twp FOR VALUES FROM ('2025-01-01') TO ('2025-07-01');
+CREATE TABLE twp_b PARTITION OF twp FOR VALUES FROM ('2025-07-01') TO ('2026-01-01');
+CREATE TABLE twp_other PARTITION OF twp DEFAULT;
+INSERT INTO twp SELECT * FROM alerts;
+CALL alerts_enable('twp');
+SELECT alerts_index_command('twp') \gexec
+ANALYZE twp;
+ALTER TABLE twp_b DROP CONSTRAINT twp_ids_follow_created_at;
+SELECT n, tw_check(replace(q, 'FROM tw ', 'FROM twp ')) FROM tw_queries ORDER BY n;
+SET alerts.custom_scan_partitioned = off;
+SELECT n, tw_check(replace(q, 'FROM tw ', 'FROM twp ')) FROM tw_queries ORDER BY n;
+RESET alerts.custom_scan_partitioned;
+
+DROP TABLE tw, twp, tw_queries;
+DROP FUNCTION tw_check(text);
+DROP FUNCTION tw_run(text);
