@@ -1,14 +1,16 @@
-//! The `created_at` window. A query bounded by a time column (`created_at
-//! >= now() - interval '30 days'`) says nothing of the ids the walk reads:
+//! The `created_at` window. A query bounded by a time column
+//! (`created_at >= now() - interval '30 days'`) says nothing of the ids
+//! the walk reads:
 //! without more, the bound is a filter the executor tests on each row the
 //! search returns, and the walk reads the tenant's matches back to its
 //! first. A table declares how its ids follow that column with a validated
 //! `CHECK (alerts_ulid_near(id, created_at, interval '5 minutes'))`:
 //! every id is then a canonical ULID whose time is within the tolerance of
-//! the row's `created_at`, so `created_at >= t` implies `id >=
-//! alerts_ulid_floor(t - tolerance)`, and `created_at <= t` implies `id <`
-//! the first ULID after `t + tolerance`. The scan adds those bounds to its
-//! window (the executor still tests the time bound itself, on every row).
+//! the row's `created_at`. So a lower time bound `t` implies the id bound
+//! `alerts_ulid_floor(t - tolerance)`, and an upper time bound `t` the
+//! strict id bound of the first ULID after `t + tolerance`. The scan adds
+//! those bounds to its window; the executor still tests the time bound
+//! itself, on every row.
 //!
 //! Why it is safe: Postgres checks the constraint on every insert and
 //! update of every row, and of every leaf of a partitioned table (a
