@@ -10,7 +10,8 @@
 # removed cleanly.
 # Idempotent; run as root on Debian 12. Ends with one `tests: N passed, M
 # failed` line.
-#   ALERTS_PGS="18"     only these versions (default "15 16 18")
+#   ALERTS_PGS="18"     only these versions (default "15 16 17 18"; 17 and
+#                       19 run pg_regress and isolation in Debian roots)
 #   ALERTS_QUICK=1      day-to-day: no lints, no fuzzing, no soak, no DDL load, no Citus
 #   ALERTS_CITUS=1      with ALERTS_QUICK=1: the Citus tests all the same
 #   ALERTS_SKIP_LINT=1  no fmt/clippy
@@ -18,7 +19,10 @@
 #                       20,000 differential queries)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-VERSIONS=${ALERTS_PGS:-15 16 18}
+VERSIONS=${ALERTS_PGS:-15 16 17 18}
+# the versions on this host's own servers (17 and 19 run in Debian roots)
+HOST_VERSIONS=$(for v in $VERSIONS; do case "$v" in 17|19) ;; *) printf '%s ' "$v" ;; esac; done)
+HOST_VERSIONS=${HOST_VERSIONS% }
 QUICK=${ALERTS_QUICK:-0}
 
 ALERTS_PGS="$VERSIONS" bash scripts/setup.sh
@@ -67,12 +71,23 @@ step "TypeScript client: npm ci, build, node --test" bash -c 'cd clients/typescr
 # The release artifacts (scripts/package.sh) for these versions; each
 # version's suites below run on the extension installed from them, as a
 # host without Rust installs it (tests/shell/package.sh).
-step "release artifacts for PostgreSQL $VERSIONS (scripts/package.sh)" env ALERTS_PGS="$VERSIONS" bash scripts/package.sh
+if [ -n "$HOST_VERSIONS" ]; then
+  step "release artifacts for PostgreSQL $HOST_VERSIONS (scripts/package.sh)" env ALERTS_PGS="$HOST_VERSIONS" bash scripts/package.sh
+fi
 
 # The SQL suites, once per version, each against its own cluster.
 base_path=$PATH; base_ld=${LD_LIBRARY_PATH:-}
 for v in $VERSIONS; do
   export PATH=$base_path LD_LIBRARY_PATH=$base_ld ALERTS_PG=$v
+  # 17 and 19, from Debian roots: built and installed inside, then
+  # pg_regress and the isolation specs (tests/shell/in_root.sh)
+  if [ "$v" = 17 ] || [ "$v" = 19 ]; then
+    t0=$SECONDS
+    step "[pg$v] in its Debian root: build, install, pg_regress, isolation (scripts/root.sh)" \
+      bash scripts/root.sh "$v" run bash tests/shell/in_root.sh
+    echo "=== PostgreSQL $v: $((SECONDS - t0)) s"
+    continue
+  fi
   source scripts/pg.sh
   pg_require
   t0=$SECONDS
