@@ -135,7 +135,7 @@ unsafe fn near_call(
             return None;
         };
         let column = |n: *mut pg_sys::Node| {
-            let n = strip_relabel(n);
+            let n = crate::search::checks::strip_relabel(n);
             ((*n).type_ == pg_sys::NodeTag::T_Var).then(|| (*n.cast::<pg_sys::Var>()).varattno)
         };
         let time = column(time)?;
@@ -152,17 +152,6 @@ unsafe fn near_call(
         }
         let iv = &*(*c).constvalue.cast_mut_ptr::<pg_sys::Interval>();
         Some((time, (iv.time, iv.day, iv.month), (*f).funcid))
-    }
-}
-
-/// `node` without the relabelling a varchar column reaches text through.
-unsafe fn strip_relabel(mut node: *mut pg_sys::Node) -> *mut pg_sys::Node {
-    // SAFETY: nodes read only.
-    unsafe {
-        while (*node).type_ == pg_sys::NodeTag::T_RelabelType {
-            node = (*node.cast::<pg_sys::RelabelType>()).arg.cast();
-        }
-        node
     }
 }
 

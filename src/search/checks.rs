@@ -233,17 +233,30 @@ unsafe fn conjuncts(node: *mut pg_sys::Node, (id, collation): (i16, Oid), out: &
     }
 }
 
-/// Whether `node` is the `id` column (a varchar one reaches text's
-/// operators relabelled).
+/// `node` without the relabelling a varchar column reaches text's
+/// operators through.
 ///
 /// # Safety
 /// `node` is an expression node.
-unsafe fn is_id(mut node: *mut pg_sys::Node, id: i16) -> bool {
+pub(crate) unsafe fn strip_relabel(mut node: *mut pg_sys::Node) -> *mut pg_sys::Node {
     // SAFETY: nodes read only.
     unsafe {
         while (*node).type_ == pg_sys::NodeTag::T_RelabelType {
             node = (*node.cast::<pg_sys::RelabelType>()).arg.cast();
         }
+        node
+    }
+}
+
+/// Whether `node` is the `id` column (a varchar one reaches text's
+/// operators relabelled).
+///
+/// # Safety
+/// `node` is an expression node.
+unsafe fn is_id(node: *mut pg_sys::Node, id: i16) -> bool {
+    // SAFETY: nodes read only.
+    unsafe {
+        let node = strip_relabel(node);
         (*node).type_ == pg_sys::NodeTag::T_Var && {
             let var = node.cast::<pg_sys::Var>();
             (*var).varlevelsup == 0 && (*var).varattno == id
