@@ -85,17 +85,22 @@ impl Columns {
     }
 
     /// Whether a row passes every test; `value` reads its column (None:
-    /// NULL).
+    /// NULL) under the batch's guard, so it calls only [`unguarded`]'s
+    /// functions: a guarded `pg_sys` call's ERROR cannot unwind out of a
+    /// batch (the process aborts).
     ///
     /// # Safety
     /// `value` returns datums of the compiled row type's columns.
-    pub unsafe fn matches(&self, value: impl Fn(AttrNumber) -> Option<Datum>) -> bool {
+    pub unsafe fn matches(
+        &self,
+        value: impl Fn(&unguarded::Guard, AttrNumber) -> Option<Datum>,
+    ) -> bool {
         // SAFETY: both datums are of the column's type, which `eq`
         // compares; every comparison under one guard (`value` reads the
         // row in place).
         unsafe {
             guarded(|g| {
-                self.tests.iter().all(|t| match value(t.attno) {
+                self.tests.iter().all(|t| match value(g, t.attno) {
                     None => t.null,
                     Some(v) => t
                         .values
@@ -288,9 +293,12 @@ pub unsafe extern "C-unwind" fn alerts_columns_match(fcinfo: pg_sys::FunctionCal
                 }
             },
         );
-        let matched = cached.columns.matches(|attno| {
+        // Postgres' own GetAttributeByNum: on the minors that version
+        // composite datums it ERRORs on a row formed under an incompatible
+        // definition of its type (CVE-2026-6460), inside the batch's guard.
+        let matched = cached.columns.matches(|g, attno| {
             let mut isnull = false;
-            let v = pg_sys::GetAttributeByNum(row, attno, &mut isnull);
+            let v = unguarded::row_attribute(g, row, attno, &mut isnull);
             (!isnull).then_some(v)
         });
         Datum::from(matched)

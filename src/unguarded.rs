@@ -97,6 +97,11 @@ mod raw {
             values: *mut Datum,
             isnull: *mut bool,
         );
+        pub fn GetAttributeByNum(
+            tuple: pg_sys::HeapTupleHeader,
+            attrno: pg_sys::AttrNumber,
+            isNull: *mut bool,
+        ) -> Datum;
         pub fn index_fetch_heap(scan: IndexScanDesc, slot: *mut TupleTableSlot) -> bool;
         pub fn XidInMVCCSnapshot(xid: pg_sys::TransactionId, snapshot: Snapshot) -> bool;
         pub fn TransactionIdIsCurrentTransactionId(xid: pg_sys::TransactionId) -> bool;
@@ -295,6 +300,22 @@ pub unsafe fn deform(_: &Guard, slot: *mut TupleTableSlot, upto: i16) {
 pub unsafe fn first_index_column(_: &Guard, itup: IndexTuple, desc: TupleDesc) -> Datum {
     // SAFETY: as the caller's.
     unsafe { raw::nocache_index_getattr(itup, 1, desc) }
+}
+
+/// Attribute `attno` of row value `td` (Postgres' `GetAttributeByNum`,
+/// which checks a versioned row value against its type first on the minors
+/// that version them).
+///
+/// # Safety
+/// `td` is a live, detoasted row value's header.
+pub unsafe fn row_attribute(
+    _: &Guard,
+    td: pg_sys::HeapTupleHeader,
+    attno: pg_sys::AttrNumber,
+    isnull: &mut bool,
+) -> Datum {
+    // SAFETY: as the caller's.
+    unsafe { raw::GetAttributeByNum(td, attno, isnull) }
 }
 
 /// `FunctionCall2Coll`.

@@ -141,7 +141,7 @@ impl IndexWalk<'_> {
         let slot = self.slot;
         // SAFETY: as the caller's.
         self.columns()
-            .is_none_or(|c| unsafe { c.matches(|attno| slot_column(slot, attno)) })
+            .is_none_or(|c| unsafe { c.matches(|_, attno| slot_column(slot, attno)) })
     }
 
     /// Adds the slot's row to the page, as the rows' type.
