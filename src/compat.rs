@@ -1,5 +1,5 @@
 //! Everything that differs between the PostgreSQL majors the extension
-//! builds for (15, 16, 18; the Cargo features `pg15`, `pg16`, `pg18`). The
+//! builds for (15 to 19; the Cargo features `pg15` ... `pg19`). The
 //! rest of the code calls these functions and never tests a version itself,
 //! so a new major means reading this one file.
 
@@ -43,9 +43,9 @@ pub unsafe fn attribute<'a>(
     // SAFETY: as the caller's; the entries are laid out as each version's
     // TupleDescAttr reads them.
     unsafe {
-        #[cfg(not(feature = "pg18"))]
+        #[cfg(not(any(feature = "pg18", feature = "pg19")))]
         let first = (*tupdesc).attrs.as_ptr();
-        #[cfg(feature = "pg18")]
+        #[cfg(any(feature = "pg18", feature = "pg19"))]
         let first = (*tupdesc)
             .compact_attrs
             .as_ptr()
@@ -56,7 +56,8 @@ pub unsafe fn attribute<'a>(
 }
 
 /// Begins an index scan of `index` on `heap` with `nkeys` scan keys and no
-/// ordering operators. PostgreSQL 18 added an instrumentation argument.
+/// ordering operators. PostgreSQL 18 added an instrumentation argument, 19
+/// the scan's options (none here).
 ///
 /// # Safety
 /// Both relations must be open and locked; `snapshot` must outlive the scan.
@@ -68,10 +69,20 @@ pub unsafe fn index_beginscan(
 ) -> pg_sys::IndexScanDesc {
     // SAFETY: as the caller's.
     unsafe {
-        #[cfg(not(feature = "pg18"))]
+        #[cfg(not(any(feature = "pg18", feature = "pg19")))]
         let scan = pg_sys::index_beginscan(heap, index, snapshot, nkeys, 0);
         #[cfg(feature = "pg18")]
         let scan = pg_sys::index_beginscan(heap, index, snapshot, std::ptr::null_mut(), nkeys, 0);
+        #[cfg(feature = "pg19")]
+        let scan = pg_sys::index_beginscan(
+            heap,
+            index,
+            snapshot,
+            std::ptr::null_mut(),
+            nkeys,
+            0,
+            pg_sys::ScanOptions::SO_NONE,
+        );
         scan
     }
 }
@@ -88,9 +99,9 @@ pub unsafe fn index_beginscan_bitmap(
 ) -> pg_sys::IndexScanDesc {
     // SAFETY: as the caller's.
     unsafe {
-        #[cfg(not(feature = "pg18"))]
+        #[cfg(not(any(feature = "pg18", feature = "pg19")))]
         let scan = pg_sys::index_beginscan_bitmap(index, snapshot, nkeys);
-        #[cfg(feature = "pg18")]
+        #[cfg(any(feature = "pg18", feature = "pg19"))]
         let scan = pg_sys::index_beginscan_bitmap(index, snapshot, std::ptr::null_mut(), nkeys);
         scan
     }
@@ -105,9 +116,9 @@ pub unsafe fn tbm_create() -> *mut pg_sys::TIDBitmap {
     // SAFETY: a local bitmap (no shared memory area).
     unsafe {
         let bytes = pg_sys::work_mem as usize * 1024;
-        #[cfg(not(feature = "pg18"))]
+        #[cfg(not(any(feature = "pg18", feature = "pg19")))]
         let tbm = pg_sys::tbm_create(bytes as std::ffi::c_long, std::ptr::null_mut());
-        #[cfg(feature = "pg18")]
+        #[cfg(any(feature = "pg18", feature = "pg19"))]
         let tbm = pg_sys::tbm_create(bytes, std::ptr::null_mut());
         tbm
     }
@@ -128,7 +139,7 @@ pub unsafe fn tbm_pages(
     // SAFETY: the iterator is ended before returning; each result is read
     // before the next call.
     unsafe {
-        #[cfg(not(feature = "pg18"))]
+        #[cfg(not(any(feature = "pg18", feature = "pg19")))]
         {
             let it = pg_sys::tbm_begin_iterate(tbm);
             let mut all = true;
@@ -147,7 +158,7 @@ pub unsafe fn tbm_pages(
             pg_sys::tbm_end_iterate(it);
             all
         }
-        #[cfg(feature = "pg18")]
+        #[cfg(any(feature = "pg18", feature = "pg19"))]
         {
             let it = pg_sys::tbm_begin_private_iterate(tbm);
             let mut r = pg_sys::TBMIterateResult::default();
@@ -183,9 +194,9 @@ pub unsafe fn tbm_pages(
 pub unsafe fn pathkey_descending(pathkey: *const pg_sys::PathKey) -> bool {
     // SAFETY: as the caller's.
     unsafe {
-        #[cfg(not(feature = "pg18"))]
+        #[cfg(not(any(feature = "pg18", feature = "pg19")))]
         let descending = (*pathkey).pk_strategy == pg_sys::BTGreaterStrategyNumber as i32;
-        #[cfg(feature = "pg18")]
+        #[cfg(any(feature = "pg18", feature = "pg19"))]
         let descending = (*pathkey).pk_cmptype == pg_sys::CompareType::COMPARE_GT;
         descending
     }
@@ -199,9 +210,9 @@ pub unsafe fn pathkey_descending(pathkey: *const pg_sys::PathKey) -> bool {
 /// In a transaction (reads the syscache).
 pub unsafe fn ordering_op_descending(op: pg_sys::Oid) -> bool {
     let (mut family, mut input) = (pg_sys::InvalidOid, pg_sys::InvalidOid);
-    #[cfg(not(feature = "pg18"))]
+    #[cfg(not(any(feature = "pg18", feature = "pg19")))]
     let (mut how, greater) = (0i16, pg_sys::BTGreaterStrategyNumber as i16);
-    #[cfg(feature = "pg18")]
+    #[cfg(any(feature = "pg18", feature = "pg19"))]
     let (mut how, greater) = (
         pg_sys::CompareType::COMPARE_INVALID,
         pg_sys::CompareType::COMPARE_GT,
@@ -291,5 +302,147 @@ pub unsafe fn namespace_aclcheck(
         return pg_sys::pg_namespace_aclcheck(namespace, role, mode);
         #[cfg(not(feature = "pg15"))]
         return pg_sys::object_aclcheck(pg_sys::NamespaceRelationId, namespace, role, mode);
+    }
+}
+
+/// The planner hook's arguments, passed on unchanged to the hook that was
+/// installed before ours or to Postgres' planner. PostgreSQL 19 added the
+/// EXPLAIN state (`es`) to `planner_hook_type` and `standard_planner`.
+#[derive(Clone, Copy)]
+pub struct PlannerCall {
+    pub parse: *mut pg_sys::Query,
+    pub query_string: *const std::ffi::c_char,
+    pub options: std::ffi::c_int,
+    pub params: pg_sys::ParamListInfo,
+    #[cfg(feature = "pg19")]
+    pub es: *mut pg_sys::ExplainState,
+}
+
+// Postgres' planner, called as it is: an ERROR in it reaches the caller
+// as Postgres raised it (through pgrx's wrapper it would come back as a
+// Rust panic, reported again with a backtrace).
+unsafe extern "C-unwind" {
+    #[cfg(not(feature = "pg19"))]
+    #[link_name = "standard_planner"]
+    fn postgres_planner(
+        parse: *mut pg_sys::Query,
+        query_string: *const std::ffi::c_char,
+        options: std::ffi::c_int,
+        params: pg_sys::ParamListInfo,
+    ) -> *mut pg_sys::PlannedStmt;
+    #[cfg(feature = "pg19")]
+    #[link_name = "standard_planner"]
+    fn postgres_planner(
+        parse: *mut pg_sys::Query,
+        query_string: *const std::ffi::c_char,
+        options: std::ffi::c_int,
+        params: pg_sys::ParamListInfo,
+        es: *mut pg_sys::ExplainState,
+    ) -> *mut pg_sys::PlannedStmt;
+}
+
+impl PlannerCall {
+    /// Plans `parse` (this call's query or a copy of it) with `previous`,
+    /// the hook installed before ours, or with Postgres' own planner.
+    ///
+    /// # Safety
+    /// The planner's arguments, inside its hook.
+    pub unsafe fn plan(
+        self,
+        parse: *mut pg_sys::Query,
+        previous: pg_sys::planner_hook_type,
+    ) -> *mut pg_sys::PlannedStmt {
+        let c = self;
+        // SAFETY: as the caller's.
+        unsafe {
+            #[cfg(not(feature = "pg19"))]
+            return match previous {
+                Some(f) => f(parse, c.query_string, c.options, c.params),
+                None => postgres_planner(parse, c.query_string, c.options, c.params),
+            };
+            #[cfg(feature = "pg19")]
+            return match previous {
+                Some(f) => f(parse, c.query_string, c.options, c.params, c.es),
+                None => postgres_planner(parse, c.query_string, c.options, c.params, c.es),
+            };
+        }
+    }
+}
+
+/// Defines `extern "C-unwind" fn $name`, a `planner_hook` of this major's
+/// signature, that hands its arguments to `$body(PlannerCall)`.
+#[macro_export]
+macro_rules! planner_hook {
+    ($name:ident => $body:path) => {
+        #[cfg(not(feature = "pg19"))]
+        #[pgrx::pg_guard]
+        unsafe extern "C-unwind" fn $name(
+            parse: *mut pgrx::pg_sys::Query,
+            query_string: *const std::ffi::c_char,
+            options: std::ffi::c_int,
+            params: pgrx::pg_sys::ParamListInfo,
+        ) -> *mut pgrx::pg_sys::PlannedStmt {
+            let call = $crate::compat::PlannerCall {
+                parse,
+                query_string,
+                options,
+                params,
+            };
+            let body: unsafe fn($crate::compat::PlannerCall) -> *mut pgrx::pg_sys::PlannedStmt =
+                $body;
+            // SAFETY: the planner's own arguments.
+            unsafe { body(call) }
+        }
+        #[cfg(feature = "pg19")]
+        #[pgrx::pg_guard]
+        unsafe extern "C-unwind" fn $name(
+            parse: *mut pgrx::pg_sys::Query,
+            query_string: *const std::ffi::c_char,
+            options: std::ffi::c_int,
+            params: pgrx::pg_sys::ParamListInfo,
+            es: *mut pgrx::pg_sys::ExplainState,
+        ) -> *mut pgrx::pg_sys::PlannedStmt {
+            let call = $crate::compat::PlannerCall {
+                parse,
+                query_string,
+                options,
+                params,
+                es,
+            };
+            let body: unsafe fn($crate::compat::PlannerCall) -> *mut pgrx::pg_sys::PlannedStmt =
+                $body;
+            // SAFETY: the planner's own arguments.
+            unsafe { body(call) }
+        }
+    };
+}
+
+/// Takes a share lock on `buffer`'s content (`LockBuffer`). PostgreSQL 19
+/// made the mode a `BufferLockMode` enum.
+///
+/// # Safety
+/// `buffer` is pinned by this backend.
+pub unsafe fn lock_buffer_share(buffer: pg_sys::Buffer) {
+    // SAFETY: as the caller's.
+    unsafe {
+        #[cfg(not(feature = "pg19"))]
+        pg_sys::LockBuffer(buffer, pg_sys::BUFFER_LOCK_SHARE as i32);
+        #[cfg(feature = "pg19")]
+        pg_sys::LockBuffer(buffer, pg_sys::BufferLockMode::BUFFER_LOCK_SHARE);
+    }
+}
+
+/// Releases this backend's content lock on `buffer` (`LockBuffer` with
+/// `BUFFER_LOCK_UNLOCK`), keeping the pin.
+///
+/// # Safety
+/// `buffer` is pinned and locked by this backend.
+pub unsafe fn unlock_buffer(buffer: pg_sys::Buffer) {
+    // SAFETY: as the caller's.
+    unsafe {
+        #[cfg(not(feature = "pg19"))]
+        pg_sys::LockBuffer(buffer, pg_sys::BUFFER_LOCK_UNLOCK as i32);
+        #[cfg(feature = "pg19")]
+        pg_sys::LockBuffer(buffer, pg_sys::BufferLockMode::BUFFER_LOCK_UNLOCK);
     }
 }

@@ -68,19 +68,6 @@ pub unsafe fn planning(root: *mut pg_sys::PlannerInfo, rte: *mut pg_sys::RangeTb
     }
 }
 
-// Postgres' planner, called as it is: an ERROR in it reaches the caller
-// as Postgres raised it (through pgrx's wrapper it would come back as a
-// Rust panic, reported again with a backtrace).
-unsafe extern "C-unwind" {
-    #[link_name = "standard_planner"]
-    fn postgres_planner(
-        parse: *mut pg_sys::Query,
-        query_string: *const std::ffi::c_char,
-        options: std::ffi::c_int,
-        params: pg_sys::ParamListInfo,
-    ) -> *mut pg_sys::PlannedStmt;
-}
-
 /// An ERROR in the trial's planning leaves the hook without resetting the
 /// trial: it is reset when the (sub)transaction aborts.
 #[pg_guard]
@@ -102,36 +89,17 @@ unsafe extern "C-unwind" fn on_sub_abort(
     }
 }
 
-/// Plans `parse` with the hook that was there before ours, or Postgres'
-/// own planner.
+crate::planner_hook!(hook => plan_query);
+
+/// The planner hook: the trial first when the query is a candidate.
 ///
 /// # Safety
 /// The planner's arguments.
-unsafe fn plan(
-    parse: *mut pg_sys::Query,
-    query_string: *const std::ffi::c_char,
-    options: std::ffi::c_int,
-    params: pg_sys::ParamListInfo,
-) -> *mut pg_sys::PlannedStmt {
-    // SAFETY: the planner's own arguments, passed on.
-    unsafe {
-        match PREVIOUS {
-            Some(previous) => previous(parse, query_string, options, params),
-            None => postgres_planner(parse, query_string, options, params),
-        }
-    }
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn hook(
-    parse: *mut pg_sys::Query,
-    query_string: *const std::ffi::c_char,
-    options: std::ffi::c_int,
-    params: pg_sys::ParamListInfo,
-) -> *mut pg_sys::PlannedStmt {
+unsafe fn plan_query(call: crate::compat::PlannerCall) -> *mut pg_sys::PlannedStmt {
     // SAFETY: the planner's own arguments; the trial plans a copy, so the
     // query is untouched when it is planned again.
     unsafe {
+        let parse = call.parse;
         if candidate(parse) {
             let copy = pg_sys::copyObjectImpl(parse.cast()) as *mut pg_sys::Query;
             let rte = crate::pg_list::nth::<pg_sys::RangeTblEntry>((*copy).rtable, 0)
@@ -139,13 +107,13 @@ unsafe extern "C-unwind" fn hook(
             (*rte).inh = false;
             let trial = &crate::backend::slot::<Trial>().0;
             let before = trial.replace(copy as usize);
-            let stmt = plan(copy, query_string, options, params);
+            let stmt = call.plan(copy, PREVIOUS);
             trial.set(before);
             if has_node(stmt) {
                 return stmt;
             }
         }
-        plan(parse, query_string, options, params)
+        call.plan(parse, PREVIOUS)
     }
 }
 

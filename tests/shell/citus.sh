@@ -432,6 +432,9 @@ theirs=$(at "$W1" -c "SELECT o FROM unnest(ARRAY['org0','org1','org2','org3','or
 [ "$(sent "$theirs")" = 1 ] || fail "worker $W1: a call for $theirs (shard elsewhere) did not send one statement"
 echo "  both workers give the coordinator's pages for every tenant: from the local shard (no statement sent) or routed on (one)"
 
+# a spoofed application_name (tests/shell/citus_spoof.sh)
+source tests/shell/citus_spoof.sh
+
 # The random differential (tests/shell/differential.py) on distributed
 # tables: plain SQL with the custom scan on the workers and alerts_search,
 # through the coordinator, against the same statements with it off there.

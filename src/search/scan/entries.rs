@@ -144,7 +144,7 @@ unsafe fn pending(rel: pg_sys::Relation) -> bool {
     // SAFETY: the metapage is read share-locked.
     unsafe {
         let buf = pg_sys::ReadBuffer(rel, GIN_METAPAGE_BLKNO);
-        pg_sys::LockBuffer(buf, pg_sys::BUFFER_LOCK_SHARE as i32);
+        crate::compat::lock_buffer_share(buf);
         let page = pg_sys::BufferGetPage(buf);
         let flags = (*opaque(page)).flags;
         let head = std::ptr::read_unaligned(pg_sys::PageGetContents(page) as *const u32);
@@ -248,7 +248,7 @@ unsafe fn entry(
     // every way out of the loop.
     unsafe {
         let mut buf = pg_sys::ReadBuffer(rel, GIN_ROOT_BLKNO);
-        pg_sys::LockBuffer(buf, pg_sys::BUFFER_LOCK_SHARE as i32);
+        crate::compat::lock_buffer_share(buf);
         let found = loop {
             let page = pg_sys::BufferGetPage(buf);
             let special = pg_sys::PageGetSpecialSize(page) as usize;
@@ -267,7 +267,7 @@ unsafe fn entry(
                     None => break None,
                     Some((Ordering::Greater, ..)) => {
                         let next = pg_sys::ReadBuffer(rel, op.rightlink);
-                        pg_sys::LockBuffer(next, pg_sys::BUFFER_LOCK_SHARE as i32);
+                        crate::compat::lock_buffer_share(next);
                         pg_sys::UnlockReleaseBuffer(buf);
                         buf = next;
                         continue;
@@ -322,9 +322,9 @@ unsafe fn entry(
                 break None;
             };
             let down = block_of(&(*itup).t_tid);
-            pg_sys::LockBuffer(buf, pg_sys::BUFFER_LOCK_UNLOCK as i32);
+            crate::compat::unlock_buffer(buf);
             buf = pg_sys::ReleaseAndReadBuffer(buf, rel, down);
-            pg_sys::LockBuffer(buf, pg_sys::BUFFER_LOCK_SHARE as i32);
+            crate::compat::lock_buffer_share(buf);
         };
         pg_sys::UnlockReleaseBuffer(buf);
         found

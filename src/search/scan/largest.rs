@@ -74,7 +74,7 @@ unsafe fn edge(rel: pg_sys::Relation, right: bool) -> Option<Vec<u8>> {
     // every way out.
     unsafe {
         let mut buf = pg_sys::ReadBuffer(rel, BTREE_METAPAGE);
-        pg_sys::LockBuffer(buf, pg_sys::BUFFER_LOCK_SHARE as i32);
+        crate::compat::lock_buffer_share(buf);
         let meta = pg_sys::PageGetContents(pg_sys::BufferGetPage(buf)) as *const u32;
         // btm_magic, btm_version, btm_root, btm_level, btm_fastroot
         let (magic, root, fastroot) = (*meta, *meta.add(2), *meta.add(4));
@@ -86,9 +86,9 @@ unsafe fn edge(rel: pg_sys::Relation, right: bool) -> Option<Vec<u8>> {
         let mut block = fastroot;
         let mut found = None;
         for _ in 0..MAX_PAGES {
-            pg_sys::LockBuffer(buf, pg_sys::BUFFER_LOCK_UNLOCK as i32);
+            crate::compat::unlock_buffer(buf);
             buf = pg_sys::ReleaseAndReadBuffer(buf, rel, block);
-            pg_sys::LockBuffer(buf, pg_sys::BUFFER_LOCK_SHARE as i32);
+            crate::compat::lock_buffer_share(buf);
             let page = pg_sys::BufferGetPage(buf);
             let Some(op) = opaque(page) else {
                 break;
