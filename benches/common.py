@@ -10,6 +10,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SIZES = {
     # total rows, large / medium / small tenant
     "smoke": dict(total=100_000, large=40_000, medium=10_000, small=2_000),
+    # the created_at window's bench (benches/window.py): 2M rows, one tenant of 1M
+    "medium": dict(total=2_000_000, large=1_000_000, medium=100_000, small=10_000),
     "full": dict(total=5_000_000, large=1_000_000, medium=100_000, small=10_000),
     "xl": dict(total=20_000_000, large=4_000_000, medium=1_000_000, small=100_000),
 }
