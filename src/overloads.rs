@@ -59,7 +59,7 @@ pub unsafe fn register_callback() {
     // SAFETY: a callback that only bumps a counter.
     unsafe {
         pg_sys::CacheRegisterSyscacheCallback(
-            pg_sys::SysCacheIdentifier::PROCOID as i32,
+            crate::compat::cache_id(pg_sys::SysCacheIdentifier::PROCOID),
             Some(proc_changed),
             Datum::from(0usize),
         );

@@ -18,7 +18,8 @@
 //! a panic, as from any other `pg_sys` call.
 //!
 //! Every function declared here exists with the same signature in each
-//! major this builds for (15, 16, 18; checked against their headers).
+//! major this builds for (15 to 19; checked against their headers; the
+//! buffer lock, which 19 made inline, is `compat::buffers::raw_buffer_lock`).
 
 #![allow(non_snake_case)]
 
@@ -63,7 +64,6 @@ mod raw {
             blen: c_int,
             collid: Oid,
         ) -> c_int;
-        pub fn LockBuffer(buffer: Buffer, mode: c_int);
         pub fn GetActiveSnapshot() -> Snapshot;
         pub fn heap_hot_search_buffer(
             tid: ItemPointer,
@@ -198,7 +198,7 @@ pub unsafe fn hot_fetch(
             .base
             .tupdata;
         let mut all_dead = false;
-        raw::LockBuffer(buffer, pg_sys::BUFFER_LOCK_SHARE as c_int);
+        crate::compat::buffers::raw_buffer_lock::share(buffer);
         let found = raw::heap_hot_search_buffer(
             &mut tid,
             heap,
@@ -208,7 +208,7 @@ pub unsafe fn hot_fetch(
             &mut all_dead,
             true,
         );
-        raw::LockBuffer(buffer, pg_sys::BUFFER_LOCK_UNLOCK as c_int);
+        crate::compat::buffers::raw_buffer_lock::unlock(buffer);
         if found {
             raw::ExecStoreBufferHeapTuple(tuple, slot, buffer);
         }

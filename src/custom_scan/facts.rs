@@ -130,7 +130,7 @@ unsafe fn leaves_heap(rel: pg_sys::Relation) -> bool {
         let n = (*desc).nparts.max(0) as usize;
         let oids = std::slice::from_raw_parts((*desc).oids, n);
         oids.iter().all(|&oid| {
-            let cache = pg_sys::SysCacheIdentifier::RELOID as i32;
+            let cache = crate::compat::cache_id(pg_sys::SysCacheIdentifier::RELOID);
             let tuple = pg_sys::SearchSysCache1(cache, Datum::from(oid));
             if tuple.is_null() {
                 return false;

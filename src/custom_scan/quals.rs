@@ -415,7 +415,7 @@ pub(super) unsafe fn language_is_c(funcid: Oid) -> bool {
     // SAFETY: a syscache lookup, released here.
     unsafe {
         let tuple = pg_sys::SearchSysCache1(
-            pg_sys::SysCacheIdentifier::PROCOID as i32,
+            crate::compat::cache_id(pg_sys::SysCacheIdentifier::PROCOID),
             pg_sys::Datum::from(funcid),
         );
         if tuple.is_null() {

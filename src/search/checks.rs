@@ -169,7 +169,7 @@ unsafe fn written_by(leaf: Oid, name: *const std::ffi::c_char) -> Option<pg_sys:
         if oid == pg_sys::InvalidOid {
             return None;
         }
-        let cache = pg_sys::SysCacheIdentifier::CONSTROID as i32;
+        let cache = crate::compat::cache_id(pg_sys::SysCacheIdentifier::CONSTROID);
         let tuple = pg_sys::SearchSysCache1(cache, Datum::from(oid));
         if tuple.is_null() {
             return None;
@@ -293,7 +293,7 @@ pub unsafe fn holds_for_snapshot(oid: Oid) -> bool {
         if !pg_sys::ActiveSnapshotSet() {
             return false;
         }
-        let cache = pg_sys::SysCacheIdentifier::CONSTROID as i32;
+        let cache = crate::compat::cache_id(pg_sys::SysCacheIdentifier::CONSTROID);
         let tuple = pg_sys::SearchSysCache1(cache, Datum::from(oid));
         if tuple.is_null() {
             return false;

@@ -45,7 +45,7 @@ pub unsafe fn register_callbacks() {
     unsafe {
         pg_sys::CacheRegisterRelcacheCallback(Some(relcache_changed), Datum::from(0usize));
         pg_sys::CacheRegisterSyscacheCallback(
-            pg_sys::SysCacheIdentifier::NAMESPACEOID as i32,
+            crate::compat::cache_id(pg_sys::SysCacheIdentifier::NAMESPACEOID),
             Some(namespace_changed),
             Datum::from(0usize),
         );

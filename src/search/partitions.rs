@@ -415,7 +415,7 @@ unsafe fn key_of(relid: Oid) -> Option<(u8, i16, Oid, Oid)> {
     // SAFETY: the syscache tuple is read while held and released here;
     // int2vector and oidvector columns are stored plain (never toasted).
     unsafe {
-        let cache = pg_sys::SysCacheIdentifier::PARTRELID as i32;
+        let cache = crate::compat::cache_id(pg_sys::SysCacheIdentifier::PARTRELID);
         let tuple = pg_sys::SearchSysCache1(cache, Datum::from(relid));
         if tuple.is_null() {
             return None;
