@@ -26,7 +26,7 @@ esac
 ROOT=$ALERTS_PG_CACHE/roots/$name
 APT=(-o Acquire::Check-Valid-Until=false -o APT::Install-Recommends=false -q -y)
 BUILD_PKGS=(clang libclang-dev libicu-dev gcc libc6-dev pkg-config ca-certificates perl postgresql-common
-            procps util-linux python3)
+            procps util-linux python3 python3-psycopg)
 
 # The host's Debian archive (its first apt source), so the root reaches
 # what the host reaches.
@@ -39,7 +39,22 @@ mirror() {
 }
 
 make_root() {
-  [ -e "$ROOT/.alerts-ready" ] && return 0
+  if [ -e "$ROOT/.alerts-ready" ]; then
+    # a root made before a package joined BUILD_PKGS gets it now
+    local missing=() p
+    for p in "${BUILD_PKGS[@]}"; do
+      inside dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    mount_all
+    local ok=0
+    (inside apt-get "${APT[@]}" update && inside env DEBIAN_FRONTEND=noninteractive apt-get "${APT[@]}" install "${missing[@]}" \
+       && inside apt-get clean) >> "$ROOT.log" 2>&1 && ok=1
+    unmount_all
+    [ "$ok" = 1 ] || { tail -20 "$ROOT.log"; echo "root.sh: installing ${missing[*]} in $ROOT failed" >&2; exit 1; }
+    echo "root: added ${missing[*]} to $ROOT"
+    return 0
+  fi
   command -v debootstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
   local uri t=$SECONDS; uri=$(mirror)
   echo "root: making $ROOT (debootstrap $suite, then PostgreSQL $v)"
@@ -110,7 +125,7 @@ case "$what" in
     mount_all
     chroot "$ROOT" env -i HOME=/root PATH="/root/.cargo/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" \
       LANG=C.UTF-8 TERM=dumb CI="${CI:-}" ALERTS_PG="$v" ALERTS_IN_ROOT=1 \
-      ALERTS_QUICK="${ALERTS_QUICK:-}" CARGO_TARGET_DIR="$PWD/target/root-$v" \
+      ALERTS_QUICK="${ALERTS_QUICK:-}" ALERTS_DIFF_QUERIES="${ALERTS_DIFF_QUERIES:-1500}" ALERTS_PACKAGED="${ALERTS_PACKAGED:-}" CARGO_TARGET_DIR="$PWD/target/root-$v" \
       bash -c 'cd "$1" && shift && exec "$@"' bash "$PWD" "$@"
     ;;
   *) echo "usage: root.sh VERSION make|run|path" >&2; exit 2 ;;

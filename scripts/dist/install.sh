@@ -35,5 +35,5 @@ place() {  # place FILE DIR MODE
 }
 echo "install.sh: alerts @VERSION@ into $server ($pgc):"
 place "$here/lib/alerts.so" "$libdir" 0755
-for f in "$here"/extension/*; do place "$f" "$extdir" 0644; done
+for f in "$here"/share/extension/*; do place "$f" "$extdir" 0644; done
 echo "install.sh: done. In each database: CREATE EXTENSION alerts; (ALTER EXTENSION alerts UPDATE; where an older version is installed)."

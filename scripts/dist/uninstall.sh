@@ -25,5 +25,5 @@ rm_one() {  # rm_one DIR NAME
   if [ -e "$1/$2" ]; then rm -f "$1/$2"; echo "  removed $1/$2"; else echo "  not there: $1/$2"; fi
 }
 rm_one "$libdir" alerts.so
-for f in "$here"/extension/*; do rm_one "$extdir" "$(basename "$f")"; done
+for f in "$here"/share/extension/*; do rm_one "$extdir" "$(basename "$f")"; done
 echo "uninstall.sh: done."
