@@ -196,7 +196,10 @@ unsafe fn offer(
         // Searched whole: newest first, its pagination index valid (every
         // partition has one), every partition kept a heap table.
         let parts = if whole {
-            if ascending {
+            let quals = pg_sys::extract_actual_clauses((*rel).baserestrictinfo, false).cast();
+            // bounds on the partition key that become no id bounds
+            let unimplied = implied.lower.is_empty() && implied.upper.is_empty();
+            if ascending || (unimplied && super::one_rel::bounds_key(quals, rti, relid, cols.id)) {
                 return None;
             }
             let parts = if one_rel {

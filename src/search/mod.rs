@@ -75,7 +75,7 @@ pub use index_shape::IndexShape;
 pub use indexes::{register_callbacks, relcache_epoch};
 pub use layout::{columns, heap_table, Columns};
 use page::Page;
-pub use partitions::{merges_children, planned_tree};
+pub use partitions::{key_column, merges_children, planned_tree};
 pub use reader::{plain_read_as, reads_whole_rows, ReadAs};
 use spi::cstr_owned;
 use statements::Stmt;

@@ -406,6 +406,15 @@ pub unsafe fn merges_children(parent: Oid) -> bool {
     }
 }
 
+/// The column `relid` is partitioned on, when its key is one column.
+///
+/// # Safety
+/// In a transaction; `relid` is a partitioned table.
+pub unsafe fn key_column(relid: Oid) -> Option<i16> {
+    // SAFETY: as the caller's.
+    unsafe { key_of(relid).map(|(_, column, _, _)| column) }
+}
+
 /// The strategy, column, operator class and collation of a table partitioned on one
 /// column, from `pg_partitioned_table`; None for any other key.
 ///
