@@ -147,6 +147,10 @@ for v in $VERSIONS; do
   fi
   step "[pg$v] replicas: streaming standby and logical subscriber" bash tests/shell/replication.sh
   step "[pg$v] crash safety (kill -9, immediate stop)" bash tests/shell/crash.sh
+  if [ "$v" -ge 18 ]; then
+    step "[pg$v] the extension outside the server's directories (extension_control_path, dynamic_library_path), pg_regress" \
+      bash tests/shell/control_path.sh
+  fi
   step "[pg$v] remove the package (nothing left); install.sh refuses bad input" bash tests/shell/package.sh remove
   # a cluster that will not stop (after a failed step) must not end the run
   bash scripts/cluster.sh stop || echo "--- note: the PostgreSQL $v cluster did not stop cleanly"

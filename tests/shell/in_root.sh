@@ -5,7 +5,8 @@
 # says the run's package step just did) installed with dpkg -i and no Rust
 # on PATH, a scratch cluster, then pg_regress and the isolation specs,
 # upgrades from every released version, dump and restore, the random
-# differential (Debian's psycopg), and the
+# differential (Debian's psycopg), on 19 the suites with the extension
+# outside the server's directories (tests/shell/control_path.sh), and the
 # package's removal (dpkg -r leaves no file). The cluster is stopped
 # whatever happens, so the root's mounts can be undone.
 #   root.sh VERSION run bash tests/shell/in_root.sh
@@ -43,5 +44,7 @@ part "upgrade 0.1.0 and 0.2.0 -> current (objects equal a fresh install's)" \
 part "dump and restore (both forms)" bash tests/shell/dump_restore.sh
 part "random differential: ${ALERTS_DIFF_QUERIES:-1500} queries on every layout against Postgres' own plan" \
   python3 tests/shell/differential.py
+[ "$v" -ge 18 ] && part "the extension outside the server's directories (extension_control_path), pg_regress" \
+  bash tests/shell/control_path.sh
 part "remove the package (nothing left); install.sh refuses bad input" bash tests/shell/package.sh remove
 exit $status
