@@ -65,6 +65,7 @@ fi
 step "Python client: pip install ./clients/python, unittest" \
   bash -c 'target/pyenv/bin/pip install -q --disable-pip-version-check ./clients/python && target/pyenv/bin/python -m unittest discover -s clients/python/tests'
 step "TypeScript client: npm ci, build, node --test" bash -c 'cd clients/typescript && npm ci --no-audit --no-fund --silent && npm test --silent'
+step "Go client: go vet, go test (golden vectors)" bash -c 'cd clients/go && go vet ./... && go test ./...'
 
 # The release artifacts (scripts/package.sh) for these versions; each
 # version's suites below run on the extension installed from them, as a
@@ -135,7 +136,7 @@ for v in $VERSIONS; do
   # The client encoders against this server, and the portable form on a
   # database without the extension (both about the format, not a version).
   if [ "$v" = 15 ]; then
-    step "[pg$v] client encoders = server: ${ALERTS_CLIENT_CASES:-100000} inputs x 3 widths, Python and TypeScript" \
+    step "[pg$v] client encoders = server: ${ALERTS_CLIENT_CASES:-100000} inputs x 3 widths, Python, TypeScript and Go" \
       target/pyenv/bin/python tests/shell/clients_diff.py
     step "[pg$v] portable query without the extension; alerts_enable adopts the client's bitmaps" \
       target/pyenv/bin/python tests/shell/portable.py

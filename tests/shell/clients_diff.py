@@ -6,9 +6,10 @@ keys, deep nesting, huge and tiny numbers, empty arrays) and more (repeated
 keys, nesting at the server's limit, numbers a double cannot hold, text
 that is not JSON), each sent as JSON text to the server's alerts_bloom
 (attribute sets) or alerts_mask (filters) at 512, 256 and 128 bits, to the
-Python client (clients/python) and to the TypeScript client
-(clients/typescript, built). Passes when all three give the same bitmap for
-every call, or all three refuse it; prints the first differences else.
+Python client (clients/python), to the TypeScript client
+(clients/typescript, built) and to the Go client (clients/go, through its
+cmd/alertsbloom-lines). Passes when all four give the same bitmap for every
+call, or all four refuse it; prints the first differences else.
 
     target/pyenv/bin/python tests/shell/clients_diff.py    # ALERTS_PG's scratch cluster
 """
@@ -102,6 +103,16 @@ rl.on("close", () => process.stdout.write(out.join("\n") + "\n"));
     return [json.loads(line) for line in p.stdout.splitlines()]
 
 
+def go_outputs(cases):
+    """The Go client's answers: one JSON array per case."""
+    src = os.path.join(ROOT, "clients", "go")
+    binary = os.path.join(ROOT, "target", "alertsbloom-lines")
+    subprocess.run(["go", "build", "-o", binary, "./cmd/alertsbloom-lines"], cwd=src, check=True)
+    data = "".join(json.dumps(c, ensure_ascii=True) + "\n" for c in cases)
+    p = subprocess.run([binary], input=data, capture_output=True, text=True, check=True)
+    return [json.loads(line) for line in p.stdout.splitlines()]
+
+
 def python_outputs(cases):
     out = []
     for c in cases:
@@ -161,20 +172,23 @@ def main():
     t2 = time.time()
     ts = node_outputs(cases)
     t3 = time.time()
+    go = go_outputs(cases)
+    t4 = time.time()
     calls = 3 * len(cases)
     refused = sum(r.count("ERROR") for r in server)
     diffs = []
-    for i, (s, p, n) in enumerate(zip(server, py, ts)):
-        for w, (a, b, c) in enumerate(zip(s, p, n)):
-            if not a == b == c:
-                diffs.append((i, WIDTHS[w], cases[i], a[:24], b[:24], c[:24]))
+    for i, (s, p, n, g) in enumerate(zip(server, py, ts, go)):
+        for w, (a, b, c, d) in enumerate(zip(s, p, n, g)):
+            if not a == b == c == d:
+                diffs.append((i, WIDTHS[w], cases[i], a[:24], b[:24], c[:24], d[:24]))
     print(f"  {len(cases)} inputs ({sum(c['kind'] == 'bloom' for c in cases)} attribute sets, "
           f"{sum(c['kind'] == 'mask' for c in cases)} filters) x 3 widths = {calls} calls; "
-          f"{refused} refused by the server; server {t1 - t0:.0f} s, Python {t2 - t1:.0f} s, TypeScript {t3 - t2:.0f} s")
+          f"{refused} refused by the server; server {t1 - t0:.0f} s, Python {t2 - t1:.0f} s, TypeScript {t3 - t2:.0f} s, "
+          f"Go {t4 - t3:.0f} s")
     for d in diffs[:10]:
         print(f"    DIFFERENT case {d[0]} at bit({d[1]}): {d[2]['kind']}({d[2]['text'][:120]!r}): "
-              f"server {d[3]}, python {d[4]}, typescript {d[5]}")
-    if len(server) != len(cases) or len(ts) != len(cases) or diffs:
+              f"server {d[3]}, python {d[4]}, typescript {d[5]}, go {d[6]}")
+    if len(server) != len(cases) or len(ts) != len(cases) or len(go) != len(cases) or diffs:
         sys.exit(f"FAIL: {len(diffs)} calls differ between the server and the clients")
     print(f"clients: 0 differences in {calls} calls")
 
