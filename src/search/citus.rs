@@ -70,12 +70,25 @@ impl Distributed {
 #[derive(Default)]
 pub struct CitusCache {
     known: Option<(u64, Option<Distributed>)>,
-    /// Where each tenant's calls read, in that epoch: the shard's relation
-    /// on this node, or None (route the call). Keyed by the tenant.
+    /// Where each tenant's calls read, in that epoch (`Local`). Keyed by
+    /// the tenant.
     /// Citus invalidates the distributed table's relcache entry whenever a
     /// row of `pg_dist_shard` or `pg_dist_placement` of it changes (a shard
     /// moved, split or dropped), which starts a new epoch.
-    targets: HashMap<Vec<u8>, Option<Oid>>,
+    targets: HashMap<Vec<u8>, Local>,
+}
+
+/// What this node has of a tenant's shard.
+#[derive(Clone, Copy)]
+enum Local {
+    /// A placement, by Citus' catalog: its relation.
+    Placed(Oid),
+    /// No placement, but a relation of the shard's name: an old placement
+    /// a move left (dropped later), read only by a statement that already
+    /// reads it itself (`Target` of a task Citus planned before the move).
+    Left(Oid),
+    /// Nothing: route the call.
+    Nowhere,
 }
 
 /// Tenants whose targets a table keeps; past it, the map starts again.
@@ -94,23 +107,46 @@ impl CitusCache {
                 return Target::Plain;
             };
             let key = crate::datum::varlena_bytes(org).to_vec();
-            let shard = match self.targets.get(&key) {
-                Some(&shard) => shard,
+            let local = match self.targets.get(&key) {
+                Some(&local) => local,
                 None => {
                     let tt = execute(d.shard, &[Datum::from(relid), org]);
-                    let mut isnull = true;
-                    let d = pg_sys::SPI_getbinval(*(*tt).vals, (*tt).tupdesc, 1, &mut isnull);
-                    let shard = (!isnull).then(|| Oid::from(d.value() as u32));
+                    let value = |n| {
+                        let mut isnull = true;
+                        let d = pg_sys::SPI_getbinval(*(*tt).vals, (*tt).tupdesc, n, &mut isnull);
+                        (!isnull).then_some(d)
+                    };
+                    let placed = value(1).is_some_and(|d| d.value() != 0);
+                    let local = match value(2).map(|d| Oid::from(d.value() as u32)) {
+                        Some(oid) if placed => Local::Placed(oid),
+                        Some(oid) => Local::Left(oid),
+                        None => Local::Nowhere,
+                    };
                     if self.targets.len() >= TARGETS_KEPT {
                         self.targets.clear();
                     }
-                    self.targets.insert(key, shard);
-                    shard
+                    self.targets.insert(key, local);
+                    local
                 }
             };
-            match shard {
-                Some(oid) => Target::Shard(oid),
-                None => Target::Remote,
+            match local {
+                Local::Placed(oid) => Target::Shard(oid),
+                // A router query Citus planned before a shard move reached
+                // this node after the move's catalog change: the statement
+                // reads this relation itself (it holds its lock), and Citus
+                // refuses a nested routed call inside it. Reading what the
+                // caller's own statement reads shows nothing beyond it; a
+                // statement that does not read it is routed.
+                Local::Left(oid)
+                    if pg_sys::CheckRelationOidLockedByMe(
+                        oid,
+                        pg_sys::AccessShareLock as _,
+                        true,
+                    ) =>
+                {
+                    Target::Shard(oid)
+                }
+                Local::Left(_) | Local::Nowhere => Target::Remote,
             }
         }
     }
@@ -330,19 +366,19 @@ unsafe fn statements(relid: Oid) -> Distributed {
         let t = qualified(relid);
         let s = extension_schema();
         let d = Distributed {
-            // The shard's relation when this node holds a placement of it
-            // by Citus' catalog, else None (route the call). Nothing a role
-            // can set decides it: a call that claimed to come from Citus
-            // (its `application_name`, which any role can set) once read
-            // any local relation of the shard's name, such as an orphaned
-            // placement left by a shard move. A routed call that reaches
-            // the old node of a shard moved meanwhile routes on to the new
-            // one (docs/security.md).
+            // Whether this node holds a placement of the shard by Citus'
+            // catalog, and the local relation of the shard's name. Nothing
+            // a role can set decides it: a call that claimed to come from
+            // Citus (its `application_name`, which any role can set) once
+            // read any local relation of the shard's name, such as an
+            // orphaned placement left by a shard move. Such a relation is
+            // now read only by a statement holding its lock, one that reads
+            // it itself (`Local::Left`; docs/security.md).
             shard: prepare(
-                "SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p
-                                          WHERE p.shardid = s.id
-                                            AND p.groupid = (SELECT groupid FROM pg_catalog.pg_dist_local_group))
-                        THEN pg_catalog.to_regclass(pg_catalog.shard_name($1, s.id, false))::pg_catalog.oid END
+                "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_placement p
+                                WHERE p.shardid = s.id
+                                  AND p.groupid = (SELECT groupid FROM pg_catalog.pg_dist_local_group)),
+                        pg_catalog.to_regclass(pg_catalog.shard_name($1, s.id, false))::pg_catalog.oid
                  FROM (SELECT pg_catalog.get_shard_id_for_distribution_column($1, $2) AS id) s",
                 &[pg_sys::REGCLASSOID, pg_sys::TEXTOID],
             ),
