@@ -193,12 +193,17 @@ function encode(v: unknown): [number, Buffer] | null {
   throw new AlertsBloomError(`a ${typeof v} is not a JSON value`);
 }
 
-function set(bitmap: Uint8Array, k: string, [tag, value]: [number, Buffer]): void {
+/** One element's bytes: tag, the key's length (u32 BE), key, value. */
+function element(k: string, [tag, value]: [number, Buffer]): Buffer {
   const kb = key(k);
   const head = Buffer.alloc(5);
   head[0] = tag;
   head.writeUInt32BE(kb.length, 1);
-  const h = xxh3.xxh64(Buffer.concat([head, kb, value]));
+  return Buffer.concat([head, kb, value]);
+}
+
+function set(bitmap: Uint8Array, el: Buffer): void {
+  const h = xxh3.xxh64(el);
   for (let i = 0; i < HASHES; i++) {
     const p = Number((h >> BigInt(9 * i)) & 511n);
     bitmap[p >> 3] |= 0x80 >> (p & 7);
@@ -225,6 +230,25 @@ function object(v: unknown, what: string, fix: string): [string, unknown][] {
   return entries(v);
 }
 
+/** The elements of an attributes object (see `bloom`), as their bytes. */
+function elements(attrs: Input): Buffer[] {
+  const es = object(
+    input(attrs, "the attributes"),
+    "alert attributes",
+    'store attributes as {"<attribute>": "<value>" or ["<value>", ...]}; use {} for none'
+  );
+  const out: Buffer[] = [];
+  for (const [k, v] of es) {
+    key(k);
+    for (const item of Array.isArray(v) ? v : [v]) {
+      if ((Array.isArray(item) || isObject(item)) && depthOf(item) > MAX_DEPTH) throw new AlertsBloomError(TOO_DEEP);
+      const e = encode(item);
+      if (e) out.push(element(k, e));
+    }
+  }
+  return out;
+}
+
 /**
  * The bitmap of an alert's attributes (a JSON object), as the text of a
  * `bit(bits)` value: what the server's trigger and `alerts_bloom(attrs,
@@ -233,21 +257,47 @@ function object(v: unknown, what: string, fix: string): [string, unknown][] {
  */
 export function bloom(attrs: Input, bits = 512): string {
   checkWidth(bits);
-  const es = object(
-    input(attrs, "the attributes"),
-    "alert attributes",
-    'store attributes as {"<attribute>": "<value>" or ["<value>", ...]}; use {} for none'
-  );
   const bitmap = new Uint8Array(BYTES);
-  for (const [k, v] of es) {
-    key(k);
-    for (const item of Array.isArray(v) ? v : [v]) {
-      if ((Array.isArray(item) || isObject(item)) && depthOf(item) > MAX_DEPTH) throw new AlertsBloomError(TOO_DEEP);
-      const e = encode(item);
-      if (e) set(bitmap, k, e);
-    }
-  }
+  for (const el of elements(attrs)) set(bitmap, el);
   return text(bitmap, bits);
+}
+
+const WEEK_MS = 7n * 24n * 3600n * 1000n;
+const NO_WEEK = 2n ** 64n - 1n;
+
+/** The week bucket of an id: its first 10 characters as a ULID time when
+ * they are all uppercase Crockford base32, else the last bucket. */
+function week(id: Buffer): bigint {
+  if (id.length < 10) return NO_WEEK;
+  let ms = 0n;
+  for (let i = 0; i < 10; i++) {
+    const d = ULID_ALPHABET.indexOf(String.fromCharCode(id[i]));
+    if (d < 0) return NO_WEEK;
+    ms = ms * 32n + BigInt(d);
+  }
+  return ms / WEEK_MS;
+}
+
+/**
+ * The tenant keys of a row, as the server's `alerts_keys(organisation_id,
+ * id, attrs)` computes them: each element of the attributes hashed with the
+ * tenant and the week of the row's ULID, as signed 64-bit integers
+ * (`bigint`), sorted and without duplicates. Store them in a `bigint[]`
+ * column with a GIN index to find a tenant's rare values without the
+ * extension (docs/managed-postgres.md).
+ */
+export function keys(organisationId: string, id: string, attrs: Input): bigint[] {
+  for (const [name, v] of [["organisationId", organisationId], ["id", id]] as const) {
+    if (typeof v !== "string") throw new AlertsBloomError(`${name} must be a string (text), got ${typeName(v)}`);
+  }
+  const tenant = stringBytes(organisationId);
+  const head = Buffer.alloc(4 + tenant.length + 8);
+  head.writeUInt32BE(tenant.length, 0);
+  tenant.copy(head, 4);
+  head.writeBigUInt64BE(week(stringBytes(id)), 4 + tenant.length);
+  const out = new Set<bigint>();
+  for (const el of elements(attrs)) out.add(BigInt.asIntN(64, xxh3.xxh64(Buffer.concat([head, el]))));
+  return [...out].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
 /**
@@ -275,7 +325,7 @@ export function mask(filter: Input, bits = 512): string {
     }
   }
   const bitmap = new Uint8Array(BYTES);
-  for (const [k, v] of es) set(bitmap, k, encode(v)!);
+  for (const [k, v] of es) set(bitmap, element(k, encode(v)!));
   return text(bitmap, bits);
 }
 

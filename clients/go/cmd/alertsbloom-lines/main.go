@@ -1,7 +1,9 @@
 // Command alertsbloom-lines reads one JSON case a line, {"kind": "bloom" or
 // "mask", "text": JSON text}, and writes for each the JSON array of its
-// bitmaps at 512, 256 and 128 bits, "ERROR" where the encoder refuses it:
-// the Go client's side of tests/shell/clients_diff.py.
+// bitmaps at 512, 256 and 128 bits, "ERROR" where the encoder refuses it;
+// for {"kind": "keys", "org", "id", "text"}, the array of one string, the
+// row's tenant keys joined by commas: the Go client's side of
+// tests/shell/clients_diff.py.
 package main
 
 import (
@@ -9,6 +11,8 @@ import (
 	"encoding/json"
 	"log"
 	"os"
+	"strconv"
+	"strings"
 
 	"alertsbloom"
 )
@@ -20,9 +24,23 @@ func main() {
 	defer out.Flush()
 	enc := json.NewEncoder(out)
 	for in.Scan() {
-		var c struct{ Kind, Text string }
+		var c struct{ Kind, Text, Org, ID string }
 		if err := json.Unmarshal(in.Bytes(), &c); err != nil {
 			log.Fatal(err)
+		}
+		if c.Kind == "keys" {
+			s := "ERROR"
+			if keys, err := alertsbloom.Keys(c.Org, c.ID, c.Text); err == nil {
+				parts := make([]string, len(keys))
+				for i, k := range keys {
+					parts[i] = strconv.FormatInt(k, 10)
+				}
+				s = strings.Join(parts, ",")
+			}
+			if err := enc.Encode([]string{s}); err != nil {
+				log.Fatal(err)
+			}
+			continue
 		}
 		fn := alertsbloom.Bloom
 		if c.Kind == "mask" {

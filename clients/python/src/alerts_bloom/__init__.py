@@ -24,7 +24,7 @@ from decimal import Decimal
 
 import xxhash
 
-__all__ = ["FORMAT_VERSION", "WIDTHS", "AlertsBloomError", "bloom", "mask", "ulid", "ulid_floor"]
+__all__ = ["FORMAT_VERSION", "WIDTHS", "AlertsBloomError", "bloom", "keys", "mask", "ulid", "ulid_floor"]
 
 #: The hash format this encoder writes; `alerts_format_version()` on the server.
 FORMAT_VERSION = 1
@@ -40,6 +40,10 @@ _MAX_DEPTH = 127
 _MAX_NUMBER_CHARS = 131072 + 16383 + 2
 _ULID_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _ULID_MAX_MS = (1 << 48) - 1
+# tenant keys: one week of ULID time a bucket; ids without an uppercase
+# ULID time share the last bucket
+_WEEK_MS = 7 * 24 * 3600 * 1000
+_NO_WEEK = (1 << 64) - 1
 
 
 class AlertsBloomError(ValueError):
@@ -274,14 +278,14 @@ def _encode(v):
     raise AlertsBloomError(f"a {type(v).__name__} is not a JSON value")
 
 
-def _positions(key, tag, value):
-    k = _check_key(key)
+def _positions(k, tag, value):
     h = xxhash.xxh3_64_intdigest(tag + struct.pack(">I", len(k)) + k + value)
     return [(h >> (9 * i)) & 511 for i in range(_HASHES)]
 
 
-def _set(bitmap, key, encoded):
-    for p in _positions(key, *encoded):
+def _set(bitmap, k, encoded):
+    """Sets the bits of one element (`k`: the key's UTF-8 bytes)."""
+    for p in _positions(k, *encoded):
         bitmap[p >> 3] |= 0x80 >> (p & 7)
 
 
@@ -302,6 +306,26 @@ def _object(v, what, fix):
     return v
 
 
+def _elements(attrs):
+    """(key bytes, tag, value bytes) of every element of an attributes
+    object: a string or number one, an array one per item (null items
+    none), null none, a nested object or array one opaque value."""
+    attrs = _object(_value(attrs, "the attributes"), "alert attributes",
+                    'store attributes as {"<attribute>": "<value>" or ["<value>", ...]}; use {} for none')
+    out = []
+    for key, v in attrs.items():
+        k = _check_key(key)
+        items = v if isinstance(v, (list, tuple)) else [v]
+        for item in items:
+            if isinstance(item, (dict, list, tuple)) and _depth(item) > _MAX_DEPTH:
+                raise AlertsBloomError("a nested value is too deep to index; values nested more than "
+                                       "127 levels deep are not supported; flatten the attribute")
+            e = _encode(item)
+            if e is not None:
+                out.append((k, e[0], e[1]))
+    return out
+
+
 def bloom(attrs, bits=512):
     """The bitmap of an alert's attributes (a JSON object), as the text of a
     `bit(bits)` value: what the server's trigger and `alerts_bloom(attrs,
@@ -310,20 +334,43 @@ def bloom(attrs, bits=512):
     """
     if bits not in WIDTHS:
         raise AlertsBloomError(f"the bitmap width must be 512, 256 or 128, got {bits!r}")
-    attrs = _object(_value(attrs, "the attributes"), "alert attributes",
-                    'store attributes as {"<attribute>": "<value>" or ["<value>", ...]}; use {} for none')
     bitmap = bytearray(_BYTES)
-    for key, v in attrs.items():
-        _check_key(key)
-        items = v if isinstance(v, (list, tuple)) else [v]
-        for item in items:
-            if isinstance(item, (dict, list, tuple)) and _depth(item) > _MAX_DEPTH:
-                raise AlertsBloomError("a nested value is too deep to index; values nested more than "
-                                       "127 levels deep are not supported; flatten the attribute")
-            e = _encode(item)
-            if e is not None:
-                _set(bitmap, key, e)
+    for k, tag, value in _elements(attrs):
+        _set(bitmap, k, (tag, value))
     return _text(bitmap, bits)
+
+
+def _week(id_bytes):
+    """The week bucket of an id: its first 10 characters read as a ULID
+    time when they are all uppercase Crockford base32, else _NO_WEEK."""
+    if len(id_bytes) < 10:
+        return _NO_WEEK
+    ms = 0
+    for b in id_bytes[:10]:
+        d = _ULID_ALPHABET.find(chr(b))
+        if d < 0:
+            return _NO_WEEK
+        ms = ms * 32 + d
+    return ms // _WEEK_MS
+
+
+def keys(organisation_id, id, attrs):
+    """The tenant keys of a row, as the server's `alerts_keys(organisation_id,
+    id, attrs)` computes them: each element of the attributes hashed with
+    the tenant and the week of the row's ULID, as signed 64-bit integers,
+    sorted and without duplicates. Store them in a `bigint[]` column with a
+    GIN index (`array_ops`) to find a tenant's rare values without the
+    extension (docs/managed-postgres.md)."""
+    for name, v in (("organisation_id", organisation_id), ("id", id)):
+        if not isinstance(v, str):
+            raise AlertsBloomError(f"{name} must be a string (text), got {type(v).__name__}")
+    tenant = _string_bytes(organisation_id)
+    head = struct.pack(">I", len(tenant)) + tenant + struct.pack(">Q", _week(_string_bytes(id)))
+    out = set()
+    for k, tag, value in _elements(attrs):
+        h = xxhash.xxh3_64_intdigest(head + tag + struct.pack(">I", len(k)) + k + value)
+        out.add(h - (1 << 64) if h >= 1 << 63 else h)
+    return sorted(out)
 
 
 def mask(filter, bits=512):
@@ -348,7 +395,7 @@ def mask(filter, bits=512):
             raise AlertsBloomError(f'the filter value for "{key[:60]}" is null: drop the key to not filter on it')
     bitmap = bytearray(_BYTES)
     for key, v in f.items():
-        _set(bitmap, key, _encode(v))
+        _set(bitmap, _check_key(key), _encode(v))
     return _text(bitmap, bits)
 
 
