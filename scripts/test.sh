@@ -66,12 +66,13 @@ step "Python client: pip install ./clients/python, unittest" \
   bash -c 'target/pyenv/bin/pip install -q --disable-pip-version-check ./clients/python && target/pyenv/bin/python -m unittest discover -s clients/python/tests'
 step "TypeScript client: npm ci, build, node --test" bash -c 'cd clients/typescript && npm ci --no-audit --no-fund --silent && npm test --silent'
 step "Go client: go vet, go test (golden vectors)" bash -c 'cd clients/go && go vet ./... && go test ./...'
+step "Java client: mvn test (golden vectors)" bash -c 'cd clients/java && mvn -q -B -Dstyle.color=never test'
 
 # The release artifacts (scripts/package.sh) for these versions; each
 # version's suites below run on the extension installed from them, as a
 # host without Rust installs it (tests/shell/package.sh).
 packaged=0
-step "release artifacts for PostgreSQL $VERSIONS (scripts/package.sh; 17 and 19 in their roots)" \
+step "release artifacts for PostgreSQL $VERSIONS (scripts/package.sh; 17, 19 and 18's .deb in their roots)" \
   env ALERTS_PGS="$VERSIONS" bash scripts/package.sh && [ -s target/dist/SHA256SUMS ] && packaged=1
 
 # The SQL suites, once per version, each against its own cluster.
@@ -136,7 +137,7 @@ for v in $VERSIONS; do
   # The client encoders against this server, and the portable form on a
   # database without the extension (both about the format, not a version).
   if [ "$v" = 15 ]; then
-    step "[pg$v] client encoders = server: ${ALERTS_CLIENT_CASES:-100000} inputs x 3 widths, Python, TypeScript and Go" \
+    step "[pg$v] client encoders = server: ${ALERTS_CLIENT_CASES:-100000} inputs x 3 widths, Python, TypeScript, Go and Java" \
       target/pyenv/bin/python tests/shell/clients_diff.py
     step "[pg$v] portable query without the extension; alerts_enable adopts the client's bitmaps" \
       target/pyenv/bin/python tests/shell/portable.py
@@ -155,6 +156,12 @@ for v in $VERSIONS; do
   step "[pg$v] remove the package (nothing left); install.sh refuses bad input" bash tests/shell/package.sh remove
   # a cluster that will not stop (after a failed step) must not end the run
   bash scripts/cluster.sh stop || echo "--- note: the PostgreSQL $v cluster did not stop cleanly"
+  # 18's .deb, for Debian's own postgresql-18, in the sid root (the suites
+  # above ran on the host's relocatable 18 from its tarball)
+  if [ "$v" = 18 ]; then
+    step "[pg18] its .deb in the Debian sid root: dpkg -i, pg_regress, isolation, dpkg -r" \
+      env ALERTS_PACKAGED=$packaged ALERTS_ROOT_SUITES=package bash scripts/root.sh 18 run bash tests/shell/in_root.sh
+  fi
   echo "=== PostgreSQL $v: $((SECONDS - t0)) s"
 done
 

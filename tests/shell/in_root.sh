@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The suites for a version served from a Debian root (17, 19), run inside
+# The suites for a version served from a Debian root (17, 18, 19), run inside
 # it by scripts/root.sh, on the release package as a DBA installs it: the
 # .deb (built by scripts/package.sh in this root, unless ALERTS_PACKAGED=1
 # says the run's package step just did) installed with dpkg -i and no Rust
@@ -7,7 +7,9 @@
 # upgrades from every released version, dump and restore, the random
 # differential (Debian's psycopg), on 19 the suites with the extension
 # outside the server's directories (tests/shell/control_path.sh), and the
-# package's removal (dpkg -r leaves no file). The cluster is stopped
+# package's removal (dpkg -r leaves no file). ALERTS_ROOT_SUITES=package
+# (18, whose suites all run on the host's server too): the .deb's test
+# only, dpkg -i, pg_regress, isolation, dpkg -r. The cluster is stopped
 # whatever happens, so the root's mounts can be undone.
 #   root.sh VERSION run bash tests/shell/in_root.sh
 set -euo pipefail
@@ -39,6 +41,10 @@ isolation() {
     || { head -200 "target/isolation-pg$v/regression.diffs" 2>/dev/null || true; return 1; }
 }
 part "isolation" isolation
+if [ "${ALERTS_ROOT_SUITES:-}" = package ]; then
+  part "remove the package (nothing left); install.sh refuses bad input" bash tests/shell/package.sh remove
+  exit $status
+fi
 part "upgrade 0.1.0 and 0.2.0 -> current (objects equal a fresh install's)" \
   env ALERTS_UPGRADE_SUITE=0 bash tests/shell/upgrade.sh
 part "dump and restore (both forms)" bash tests/shell/dump_restore.sh

@@ -20,6 +20,8 @@ version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
 libdir=$("$PG_CONFIG" --pkglibdir)
 extdir=$("$PG_CONFIG" --sharedir)/extension
 deb=target/dist/postgresql-$v-alerts_${version}_amd64.deb
+# the .deb is for a server in Debian's paths (18's wheel takes the tarball)
+[ "$libdir" = "/usr/lib/postgresql/$v/lib" ] || deb=/nonexistent
 tarball=target/dist/alerts-$version-pg$v-linux-x86_64.tar.gz
 [ -f "$tarball" ] || fail "$tarball is missing: run bash scripts/package.sh"
 # dpkg wants the sbin directories too; none of them holds a Rust tool.
