@@ -163,6 +163,40 @@ func TestRefused(t *testing.T) {
 	// tests/shell/clients_diff.py
 }
 
+// alerts_keys(organisation_id, id, attrs) as the server computed them
+var serverKeys = []struct {
+	org, id, attrs string
+	want           []int64
+}{
+	{"org1", "01JTGTJE40F5F8590CD58A54E9", `{"team":"t1","sev":[1,2,null]}`, []int64{-1386791580509716685, 1522092769654227239, 6757988607651709813}},
+	{"org1", "01jtgtje40f5f8590cd58a54e9", `{"team":"t1","sev":[1,2,null]}`, []int64{-7262823970784910525, -5492375520806901456, 5173735072742916389}},
+	{"\u00e9", "01JTGTJE40F5F8590CD58A54E9", `{"n":{"b":1,"a":[1.50]}}`, []int64{-3103350319466388079}},
+	{"org1", "01JTGTJE40F5F8590CD58A54E9", `{}`, []int64{}},
+}
+
+func TestKeys(t *testing.T) {
+	for _, c := range serverKeys {
+		var parsed map[string]any
+		if err := json.Unmarshal([]byte(c.attrs), &parsed); err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range []any{c.attrs, parsed} {
+			got, err := Keys(c.org, c.id, in)
+			if err != nil {
+				t.Fatalf("Keys(%q, %q, %v): %v", c.org, c.id, in, err)
+			}
+			if len(got) != len(c.want) {
+				t.Fatalf("Keys(%q, %q, %v) = %v, want %v", c.org, c.id, in, got, c.want)
+			}
+			for i := range got {
+				if got[i] != c.want[i] {
+					t.Fatalf("Keys(%q, %q, %v) = %v, want %v", c.org, c.id, in, got, c.want)
+				}
+			}
+		}
+	}
+}
+
 func TestULID(t *testing.T) {
 	if FormatVersion != 1 {
 		t.Fatal(FormatVersion)

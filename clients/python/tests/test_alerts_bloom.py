@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 
 import alerts_bloom
-from alerts_bloom import AlertsBloomError, bloom, mask, ulid, ulid_floor
+from alerts_bloom import AlertsBloomError, bloom, keys, mask, ulid, ulid_floor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VECTORS = os.environ.get("ALERTS_VECTORS", os.path.join(HERE, "..", "..", "..", "tests", "vectors", "v1.jsonl"))
@@ -18,6 +18,29 @@ EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 def hex_of(bits_text):
     return format(int(bits_text, 2), f"0{len(bits_text) // 4}x")
+
+
+# alerts_keys(organisation_id, id, attrs) as the server computed them
+KEYS = [
+    ("org1", "01JTGTJE40F5F8590CD58A54E9", '{"team":"t1","sev":[1,2,null]}',
+     [-1386791580509716685, 1522092769654227239, 6757988607651709813]),
+    ("org1", "01jtgtje40f5f8590cd58a54e9", '{"team":"t1","sev":[1,2,null]}',
+     [-7262823970784910525, -5492375520806901456, 5173735072742916389]),
+    ("\u00e9", "01JTGTJE40F5F8590CD58A54E9", '{"n":{"b":1,"a":[1.50]}}', [-3103350319466388079]),
+    ("org1", "01JTGTJE40F5F8590CD58A54E9", "{}", []),
+]
+
+
+class Keys(unittest.TestCase):
+    def test_server_keys(self):
+        for org, id_, attrs, want in KEYS:
+            with self.subTest(org=org, id=id_, attrs=attrs):
+                self.assertEqual(keys(org, id_, attrs), want)
+                self.assertEqual(keys(org, id_, json.loads(attrs)), want)
+
+    def test_refused(self):
+        with self.assertRaises(AlertsBloomError):
+            keys(1, "01JTGTJE40F5F8590CD58A54E9", "{}")
 
 
 class Vectors(unittest.TestCase):

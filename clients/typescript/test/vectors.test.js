@@ -5,7 +5,7 @@ const test = require("node:test");
 const assert = require("node:assert/strict");
 const fs = require("fs");
 const path = require("path");
-const { bloom, mask, ulid, ulidFloor, AlertsBloomError, FORMAT_VERSION, JsonNumber } = require("..");
+const { bloom, keys, mask, ulid, ulidFloor, AlertsBloomError, FORMAT_VERSION, JsonNumber } = require("..");
 
 const VECTORS = process.env.ALERTS_VECTORS || path.join(__dirname, "..", "..", "..", "tests", "vectors", "v1.jsonl");
 const hexOf = (bits) => BigInt("0b" + bits).toString(16).padStart(bits.length / 4, "0");
@@ -57,6 +57,22 @@ test("refused input", () => {
   assert.throws(() => bloom({}, 64), /width/);
   assert.throws(() => bloom("{bad"), /not valid JSON/);
   assert.throws(() => bloom({ s: "\ud800" }), /surrogate/);
+});
+
+// alerts_keys(organisation_id, id, attrs) as the server computed them
+const KEYS = [
+  ["org1", "01JTGTJE40F5F8590CD58A54E9", '{"team":"t1","sev":[1,2,null]}', [-1386791580509716685n, 1522092769654227239n, 6757988607651709813n]],
+  ["org1", "01jtgtje40f5f8590cd58a54e9", '{"team":"t1","sev":[1,2,null]}', [-7262823970784910525n, -5492375520806901456n, 5173735072742916389n]],
+  ["\u00e9", "01JTGTJE40F5F8590CD58A54E9", '{"n":{"b":1,"a":[1.50]}}', [-3103350319466388079n]],
+  ["org1", "01JTGTJE40F5F8590CD58A54E9", "{}", []],
+];
+
+test("tenant keys equal the server's alerts_keys", () => {
+  for (const [org, id, attrs, want] of KEYS) {
+    assert.deepEqual(keys(org, id, attrs), want);
+    assert.deepEqual(keys(org, id, JSON.parse(attrs)), want);
+  }
+  assert.throws(() => keys(1, "01JTGTJE40F5F8590CD58A54E9", "{}"), AlertsBloomError);
 });
 
 test("ulid", () => {

@@ -125,6 +125,30 @@ class AlertsBloomTest {
         for (Runnable c : cases) assertThrows(AlertsBloomException.class, c::run);
     }
 
+    /** alerts_keys(organisation_id, id, attrs) as the server computed them. */
+    @Test
+    void keysEqualTheServers() {
+        Object[][] cases = {
+            {"org1", "01JTGTJE40F5F8590CD58A54E9", "{\"team\":\"t1\",\"sev\":[1,2,null]}",
+                new long[] {-1386791580509716685L, 1522092769654227239L, 6757988607651709813L}},
+            {"org1", "01jtgtje40f5f8590cd58a54e9", "{\"team\":\"t1\",\"sev\":[1,2,null]}",
+                new long[] {-7262823970784910525L, -5492375520806901456L, 5173735072742916389L}},
+            {"\u00e9", "01JTGTJE40F5F8590CD58A54E9", "{\"n\":{\"b\":1,\"a\":[1.50]}}",
+                new long[] {-3103350319466388079L}},
+            {"org1", "01JTGTJE40F5F8590CD58A54E9", "{}", new long[] {}},
+        };
+        for (Object[] c : cases) {
+            long[] got = AlertsBloom.keys((String) c[0], (String) c[1], c[2]);
+            assertEquals(Arrays.toString((long[]) c[3]), Arrays.toString(got), (String) c[2]);
+        }
+        Map<String, Object> parsed = new LinkedHashMap<>();
+        parsed.put("team", "t1");
+        parsed.put("sev", Arrays.asList(1, 2, null));
+        assertEquals(Arrays.toString((long[]) cases[0][3]),
+            Arrays.toString(AlertsBloom.keys("org1", "01JTGTJE40F5F8590CD58A54E9", parsed)));
+        assertThrows(AlertsBloomException.class, () -> AlertsBloom.keys(null, "01JTGTJE40F5F8590CD58A54E9", "{}"));
+    }
+
     @Test
     void ulid() {
         assertEquals(1, AlertsBloom.FORMAT_VERSION);
