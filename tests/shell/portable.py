@@ -5,7 +5,10 @@ Python client (clients/python: ULIDs, bit(128) bitmaps), then every page of
 17 filters (single values, two attributes, one-of, numbers written
 differently, array attributes, no match) read with the portable query and
 compared with an oracle computed in Python from the rows inserted (pages
-of 1 row: the first 60 of each filter). Then the
+of 1 row: the first 60 of each filter). The same pages again through the
+rare-filter form: the client's tenant keys (keys()) stored in a bigint[]
+column with a built-in GIN index, the filter's keys for each week of the
+window computed by the client, the exact check last. Then the
 extension arrives: 7 bitmaps are spoiled on purpose, CALL alerts_enable
 must rewrite those 7 and no other row (the others keep their row version),
 and alerts_search's pages equal the portable query's.
@@ -22,7 +25,7 @@ import psycopg
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "clients", "python", "src"))
-from alerts_bloom import bloom, mask, ulid, ulid_floor  # noqa: E402
+from alerts_bloom import bloom, keys, mask, ulid, ulid_floor  # noqa: E402
 
 DB = "alerts_portable"
 BITS = 128
@@ -45,6 +48,41 @@ CROSS JOIN LATERAL (
 ) a
 ORDER BY c.id DESC LIMIT %(size)s
 """
+
+
+# The rare-filter page: the rows whose tenant keys hold one of each filter
+# key's keys (GIN on the bigint[] column finds them: a bitmap scan, then the
+# few matches sorted), the exact check, newest first.
+KEYS_PAGE = """
+SELECT id FROM alerts a
+WHERE organisation_id = %(org)s AND id >= %(floor)s AND id < %(before)s
+  AND {keys} AND {exact}
+ORDER BY id DESC LIMIT %(size)s
+"""
+WEEK = timedelta(weeks=1)
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def week_starts(lo_id, hi_id):
+    """The start of every week from the week of id lo_id to that of hi_id
+    (a key's week is the ULID's milliseconds divided by a week's)."""
+    def week(i):
+        ms = 0
+        for ch in i[:10].upper():
+            ms = ms * 32 + "0123456789ABCDEFGHJKMNPQRSTVWXYZ".index(ch)
+        return ms // 604800000
+    return [EPOCH + WEEK * w for w in range(week(lo_id), week(hi_id) + 1)]
+
+
+def filter_keys(org, key, values, weeks):
+    """The keys a row of tenant org holding key: value (any of values) has
+    in any of these weeks, and without a week (an id that is not a ULID)."""
+    out = set()
+    for v in values:
+        for w in weeks:
+            out.update(keys(org, ulid_floor(w), {key: v}))
+        out.update(keys(org, "not-a-ulid", {key: v}))
+    return sorted(out)
 
 
 def attrs_of(i):
@@ -112,6 +150,31 @@ def pages(conn, org, filt, floor, size, most=None):
     return got
 
 
+def keys_pages(conn, org, filt, floor, size, most=None):
+    """The rare-filter form's pages: a filter key's keys over the weeks from
+    the window's floor to the newest row of the tenant below the cursor."""
+    _, exact_sql, params = portable_sql(filt)
+    got, before = [], "8"
+    while most is None or len(got) < most:
+        newest = conn.execute("SELECT max(id) FROM alerts WHERE organisation_id = %s AND id >= %s AND id < %s",
+                              (org, floor, before)).fetchone()[0]
+        if newest is None:
+            got.append([])
+            break
+        weeks = week_starts(floor, newest)
+        tests = []
+        for n, (k, want) in enumerate(filt.items()):
+            params[f"keys{n}"] = filter_keys(org, k, want if isinstance(want, list) else [want], weeks)
+            tests.append(f"attribute_keys && %(keys{n})s::bigint[]")
+        rows = [r[0] for r in conn.execute(KEYS_PAGE.format(keys=" AND ".join(tests) or "true", exact=exact_sql),
+                                           dict(params, org=org, floor=floor, before=before, size=size))]
+        got.append(rows)
+        if len(rows) < size:
+            break
+        before = rows[-1]
+    return got
+
+
 def main():
     with psycopg.connect(dbname="postgres", autocommit=True, **ADMIN) as c:
         c.execute(f"DROP DATABASE IF EXISTS {DB}")
@@ -119,19 +182,22 @@ def main():
     conn = psycopg.connect(dbname=DB, autocommit=True, **ADMIN)
     assert conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'alerts'").fetchone()[0] == 0
     conn.execute(f"""CREATE TABLE alerts (id text COLLATE "C" PRIMARY KEY, organisation_id text NOT NULL,
-                                          attribute_values jsonb NOT NULL, attribute_values_bitmap bit({BITS}) NOT NULL)""")
+                                          attribute_values jsonb NOT NULL, attribute_values_bitmap bit({BITS}) NOT NULL,
+                                          attribute_keys bigint[] NOT NULL)""")
     conn.execute("CREATE INDEX alerts_page ON alerts (organisation_id, id DESC) INCLUDE (attribute_values_bitmap)")
+    conn.execute("CREATE INDEX alerts_keys_gin ON alerts USING gin (attribute_keys)")
     rows = []
     for i in range(20000):
         text = attrs_of(i)
-        rows.append((ulid(NOW - timedelta(minutes=rng.randrange(60 * 24 * 60))), f"org{i % 3}", text, bloom(text, BITS)))
+        id_, org = ulid(NOW - timedelta(minutes=rng.randrange(60 * 24 * 60))), f"org{i % 3}"
+        rows.append((id_, org, text, bloom(text, BITS), keys(org, id_, text)))
     with conn.cursor() as cur:
-        cur.executemany("INSERT INTO alerts VALUES (%s, %s, %s::jsonb, %s::bit(128))", rows)
+        cur.executemany("INSERT INTO alerts VALUES (%s, %s, %s::jsonb, %s::bit(128), %s)", rows)
     conn.execute("VACUUM ANALYZE alerts")
     data = {r[0]: (r[1], json.loads(r[2])) for r in rows}
 
     floor = ulid_floor(NOW - timedelta(days=30))
-    checked = wrong = 0
+    checked = wrong = kchecked = keys_wrong = 0
     for org in ("org0", "org1", "org2"):
         for filt in FILTERS:
             want_all = sorted((i for i, (o, a) in data.items() if o == org and i >= floor and matches(a, filt)),
@@ -144,11 +210,25 @@ def main():
                 if [i for p in got for i in p] != want or any(len(p) > size for p in got):
                     wrong += 1
                     print(f"  DIFFERENT: {org} {filt} pages of {size}: {sum(map(len, got))} rows, want {len(want)}")
+            # the rare-filter form (any filter: the keys only narrow, the
+            # exact check decides), pages of 50
+            kgot = keys_pages(conn, org, filt, floor, 50)
+            if [i for p in kgot for i in p] != want_all or any(len(p) > 50 for p in kgot):
+                keys_wrong += 1
+                print(f"  DIFFERENT (keys): {org} {filt}")
+            kchecked += 1
     absent = conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'alerts'").fetchone()[0] == 0
     print(f"  portable query: {checked} pages of {len(FILTERS)} filters x 3 tenants x 3 sizes, {wrong} differ "
           f"(extension absent: {absent})")
-    if wrong:
-        sys.exit("FAIL: the portable query's pages differ from the exact filter")
+    print(f"  rare-filter form (tenant keys in bigint[], GIN): {kchecked} tenant x filter pairs paged by 50, "
+          f"{keys_wrong} differ")
+    plan = "\n".join(r[0] for r in conn.execute(
+        "EXPLAIN " + KEYS_PAGE.format(keys="attribute_keys && %(k)s::bigint[]", exact="true"),
+        dict(org="org0", floor=floor, before="8", size=50, k=filter_keys("org0", "rare", ["yes"], week_starts(floor, max(data))))))
+    uses_gin = "alerts_keys_gin" in plan
+    print(f"  the rare filter's plan reads the keys' GIN index: {uses_gin}")
+    if wrong or keys_wrong or not uses_gin:
+        sys.exit("FAIL: the portable query's pages differ from the exact filter, or the keys' GIN index is unused")
 
     # The extension arrives: alerts_enable adopts the client's bitmaps.
     spoiled = [r[0] for r in rows[100:107]]
@@ -166,6 +246,11 @@ def main():
     if not any(f"{len(spoiled)} bitmaps written" in n for n in notices):
         sys.exit(f"FAIL: alerts_enable did not report {len(spoiled)} bitmaps written: {notices}")
     wrong = conn.execute("SELECT count(*) FROM alerts WHERE attribute_values_bitmap <> alerts_bloom(attribute_values, 128)").fetchone()[0]
+    # the client's keys are the server's: the column can give way to the
+    # extension's expression index (docs/managed-postgres.md)
+    keys_differ = conn.execute("SELECT count(*) FROM alerts WHERE attribute_keys <> alerts_keys(organisation_id, id, attribute_values)").fetchone()[0]
+    print(f"  the client's tenant keys differ from alerts_keys on {keys_differ} of {len(rows)} rows")
+    wrong += keys_differ
     same = 0
     for org in ("org0", "org1", "org2"):
         for filt in FILTERS:
