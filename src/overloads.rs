@@ -20,7 +20,7 @@
 use std::cell::Cell;
 use std::ffi::CStr;
 
-use pgrx::pg_sys::{self, Datum};
+use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::PgSqlErrorCode;
 
 use crate::datum::{cstr_owned, error};
@@ -142,5 +142,26 @@ pub unsafe fn refuse_foreign_connecting() {
         }
         refuse_foreign();
         pg_sys::SPI_finish();
+    }
+}
+
+/// `pg_language`'s oid of C (`ClanguageId`, fixed in every version).
+const C_LANGUAGE: Oid = Oid::from_u32(13);
+
+/// Whether function `funcid` is written in C.
+pub(crate) unsafe fn language_is_c(funcid: Oid) -> bool {
+    // SAFETY: a syscache lookup, released here.
+    unsafe {
+        let tuple = pg_sys::SearchSysCache1(
+            crate::compat::cache_id(pg_sys::SysCacheIdentifier::PROCOID),
+            pg_sys::Datum::from(funcid),
+        );
+        if tuple.is_null() {
+            return false;
+        }
+        let form = pg_sys::GETSTRUCT(tuple) as *mut pg_sys::FormData_pg_proc;
+        let c = (*form).prolang == C_LANGUAGE;
+        pg_sys::ReleaseSysCache(tuple);
+        c
     }
 }

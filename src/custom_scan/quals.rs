@@ -403,27 +403,6 @@ unsafe fn is_attrs_match(funcid: Oid) -> bool {
         if name.is_null() || std::ffi::CStr::from_ptr(name).to_bytes() != b"alerts_attrs_match" {
             return false;
         }
-        pg_sys::get_func_nargs(funcid) == 2 && language_is_c(funcid)
-    }
-}
-
-/// `pg_language`'s oid of C (`ClanguageId`, fixed in every version).
-const C_LANGUAGE: Oid = Oid::from_u32(13);
-
-/// Whether function `funcid` is written in C.
-pub(super) unsafe fn language_is_c(funcid: Oid) -> bool {
-    // SAFETY: a syscache lookup, released here.
-    unsafe {
-        let tuple = pg_sys::SearchSysCache1(
-            crate::compat::cache_id(pg_sys::SysCacheIdentifier::PROCOID),
-            pg_sys::Datum::from(funcid),
-        );
-        if tuple.is_null() {
-            return false;
-        }
-        let form = pg_sys::GETSTRUCT(tuple) as *mut pg_sys::FormData_pg_proc;
-        let c = (*form).prolang == C_LANGUAGE;
-        pg_sys::ReleaseSysCache(tuple);
-        c
+        pg_sys::get_func_nargs(funcid) == 2 && crate::overloads::language_is_c(funcid)
     }
 }

@@ -126,7 +126,7 @@ unsafe fn near_call(
         let name = pg_sys::get_func_name((*f).funcid);
         if name.is_null()
             || std::ffi::CStr::from_ptr(name).to_bytes() != b"alerts_ulid_near"
-            || !super::quals::language_is_c((*f).funcid)
+            || !crate::overloads::language_is_c((*f).funcid)
         {
             return None;
         }
@@ -177,7 +177,7 @@ unsafe fn bound_function(near_fn: Oid) -> Oid {
             pg_sys::OIDOID,
         ];
         let oid = pg_sys::LookupFuncName(names, 4, types.as_ptr(), true);
-        if oid == pg_sys::InvalidOid || !super::quals::language_is_c(oid) {
+        if oid == pg_sys::InvalidOid || !crate::overloads::language_is_c(oid) {
             return pg_sys::InvalidOid;
         }
         oid

@@ -17,12 +17,16 @@
 //! would miss the row).
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 
 use pgrx::pg_sys::{self, Datum, Oid};
 
 use crate::datum::varlena_bytes;
 use crate::text_ops::{commuted, TEXT_EQ, TEXT_GE, TEXT_GT, TEXT_LE, TEXT_LT};
 use crate::unguarded;
+
+/// `C` and `POSIX` (`pg_collation.dat`).
+const BYTEWISE: [u32; 2] = [950, 951];
 
 /// One bound on a leaf's ids: the operator as if `id` were on its left,
 /// the constant, and the transaction that last wrote its constraint's
@@ -33,19 +37,14 @@ struct Bound {
     xmin: pg_sys::TransactionId,
 }
 
-/// One leaf's bounds, read in a relcache epoch, and the collation they
-/// compare in.
-struct LeafBounds {
-    leaf: Oid,
-    epoch: u64,
-    bounds: Vec<Bound>,
-    collation: Oid,
-}
-
-/// The bounds of each leaf read in this relcache epoch (a slot of the
-/// backend's state).
+/// Each leaf's bounds and the collation they compare in, read in the
+/// relcache epoch kept beside them (a slot of the backend's state); a new
+/// epoch empties it. By leaf, as a table of pg_partman's keeps hundreds.
 #[derive(Default)]
-struct Checked(RefCell<Vec<LeafBounds>>);
+struct Checked(RefCell<(u64, HashMap<Oid, LeafBounds>)>);
+
+/// A leaf's bounds and the collation of its `id`.
+type LeafBounds = (Vec<Bound>, Oid);
 
 /// Whether leaf `leaf`'s `CHECK` constraints keep every id it may hold out
 /// of the window `[floor, before)` (`before` None: no top).
@@ -60,28 +59,19 @@ pub unsafe fn outside_window(leaf: Oid, floor: Datum, before: Option<Datum>) -> 
         pg_sys::LockRelationOid(leaf, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         let epoch = super::indexes::relcache_epoch();
         let cache = &crate::backend::slot::<Checked>().0;
-        let known = cache
-            .borrow()
-            .iter()
-            .any(|e| e.leaf == leaf && e.epoch == epoch);
-        if !known {
-            let (bounds, collation) = read(leaf);
-            let mut cache = cache.borrow_mut();
-            cache.retain(|e| e.epoch == epoch && e.leaf != leaf);
-            cache.push(LeafBounds {
-                leaf,
-                epoch,
-                bounds,
-                collation,
-            });
+        if cache.borrow().0 != epoch {
+            *cache.borrow_mut() = (epoch, HashMap::new());
+        }
+        if !cache.borrow().1.contains_key(&leaf) {
+            let read = read(leaf);
+            cache.borrow_mut().1.insert(leaf, read);
         }
         let (floor, before) = (varlena_bytes(floor), before.map(|b| varlena_bytes(b)));
         let cache = cache.borrow();
-        let Some(known) = cache.iter().find(|e| e.leaf == leaf) else {
+        let Some((bounds, collation)) = cache.1.get(&leaf) else {
             return false;
         };
-        let collation = known.collation;
-        let bounds = known.bounds.as_slice();
+        let (bounds, collation) = (bounds.as_slice(), *collation);
         // one guard: the batch holds slices and numbers only
         unguarded::guarded(|g| {
             let snapshot = unguarded::active_snapshot(g);
@@ -146,6 +136,18 @@ unsafe fn read(leaf: Oid) -> (Vec<Bound>, Oid) {
                 let node = pg_sys::eval_const_expressions(std::ptr::null_mut(), node);
                 let first = bounds.len();
                 conjuncts(node, (id, collation), &mut bounds);
+                // the declaration of how ids follow time, with the leaf's
+                // time ranges (`near.rs`): ULID order is byte order only
+                // in a bytewise collation
+                if BYTEWISE.contains(&u32::from(collation)) {
+                    if let Some((time, within)) = super::near::declared_in(node, id) {
+                        for (upper, value) in super::near::id_bounds(leaf, time, within) {
+                            let op = if upper { TEXT_LT } else { TEXT_GE };
+                            let xmin = pg_sys::InvalidTransactionId;
+                            bounds.push(Bound { op, value, xmin });
+                        }
+                    }
+                }
                 for b in &mut bounds[first..] {
                     b.xmin = xmin;
                 }

@@ -46,6 +46,7 @@ mod index_shape;
 mod indexes;
 mod layout;
 mod leaves;
+mod near;
 mod oldest;
 mod page;
 mod partitions;

@@ -162,6 +162,69 @@ SET alerts.custom_scan_partitioned = off;
 SELECT n, tw_check(replace(q, 'FROM tw ', 'FROM twp ')) FROM tw_queries ORDER BY n;
 RESET alerts.custom_scan_partitioned;
 
+-- Partitioned by created_at into weeks, as pg_partman lays a table out
+-- (no CHECK on id), declared once on the parent: a leaf whose weeks,
+-- widened by the tolerance, lie outside the id window is not opened
+-- (search/near.rs), for plain SQL bounded by id or created_at and for
+-- alerts_search; every page equals Postgres' own plan and the plain
+-- table's pages. The default partition has no time range: always read.
+CREATE TABLE twd (LIKE alerts INCLUDING DEFAULTS, PRIMARY KEY (id, created_at),
+    CHECK (alerts_ulid_near(id, created_at, interval '1 millisecond')))
+    PARTITION BY RANGE (created_at);
+DO $$ BEGIN
+    FOR w IN 0..51 LOOP
+        EXECUTE format('CREATE TABLE %I PARTITION OF twd FOR VALUES FROM (%L) TO (%L)', 'twd_' || w,
+                       timestamptz '2024-12-30' + w * interval '7 days', timestamptz '2025-01-06' + w * interval '7 days');
+    END LOOP;
+END $$;
+CREATE TABLE twd_other PARTITION OF twd DEFAULT;
+INSERT INTO twd SELECT * FROM alerts;
+CALL alerts_enable('twd');
+CREATE INDEX twd_page ON twd (organisation_id, id DESC) INCLUDE (attribute_values_bitmap);
+ANALYZE twd;
+SELECT n, tw_check(replace(q, 'FROM tw ', 'FROM twd ')) FROM tw_queries ORDER BY n;
+-- the same windows as id bounds: Postgres cannot prune by them, the node can
+SELECT n, tw_check(regexp_replace(replace(q, 'FROM tw ', 'FROM twd '),
+                   'created_at (>=|>) (''[^'']+'')', 'id \1 alerts_ulid_floor(\2)')) FROM tw_queries
+WHERE n IN (1, 2, 5, 8) ORDER BY n;
+CREATE FUNCTION tw_skipped(q text) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE plan json;
+BEGIN
+    EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) ' || q INTO plan;
+    RETURN (plan -> 0 -> 'Plan' -> 'Plans' -> 0 ->> 'Partitions Skipped By CHECK')::int;
+END $$;
+-- 53 leaves: a window from 2025-12-20 opens its two weeks and the default
+SELECT tw_skipped($$SELECT id FROM twd WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T1"}'
+                    AND id >= alerts_ulid_floor('2025-12-20') ORDER BY id DESC LIMIT 20$$) AS skipped_by_id,
+       tw_skipped($$SELECT id FROM twd WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T1"}'
+                    AND id >= alerts_ulid_floor('2025-06-01') AND id < alerts_ulid_floor('2025-06-10')
+                    ORDER BY id DESC LIMIT 20$$) AS skipped_between;
+-- alerts_search: every page of the plain table's, through cursors
+SELECT f, since, bool_and(a IS NOT DISTINCT FROM b) AS same, max(cardinality(a)) AS rows
+FROM (VALUES ('{"team": "T1"}'), ('{"service": "S7"}'), ('{"team": "T0", "service": "S3"}'), ('{"team": "NONE"}')) fs(f),
+     (VALUES (timestamptz '2025-12-20'), ('2025-06-01'), ('-infinity')) ws(since),
+     LATERAL (SELECT array(SELECT id FROM alerts_search(NULL::tw, 'ORG_A', f::jsonb, since, NULL, 1000)) AS a,
+                     array(SELECT id FROM alerts_search(NULL::twd, 'ORG_A', f::jsonb, since, NULL, 1000)) AS b) x
+GROUP BY f, since ORDER BY f, since;
+-- a leaf attached later carries the declaration (Postgres requires it)
+-- and is pruned as the others are; one whose rows break it is refused
+CREATE TABLE twd_2026 (LIKE twd INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
+INSERT INTO twd_2026 (id, organisation_id, created_at, priority_id, attribute_values)
+    VALUES (alerts_ulid('2026-01-03'), 'ORG_A', '2026-01-03', 1, '{"team": "T1"}');
+ALTER TABLE twd_2026 ADD CHECK (created_at >= '2026-01-01' AND created_at < '2026-02-01');
+ALTER TABLE twd ATTACH PARTITION twd_2026 FOR VALUES FROM ('2026-01-01') TO ('2026-02-01');
+CALL alerts_enable('twd_2026');
+SELECT count(*) FROM twd WHERE id >= alerts_ulid_floor('2026-01-01');
+SELECT tw_skipped($$SELECT id FROM twd WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T1"}'
+                    AND id >= alerts_ulid_floor('2026-01-02') ORDER BY id DESC LIMIT 20$$) AS skipped_after_attach;
+SELECT id = (SELECT id FROM twd_2026) AS newest_is_attached
+FROM alerts_search(NULL::twd, 'ORG_A', '{"team": "T1"}', '2025-12-20', NULL, 1);
+CREATE TABLE twd_bad (LIKE twd INCLUDING DEFAULTS);
+INSERT INTO twd_bad (id, organisation_id, created_at, priority_id) VALUES (alerts_ulid('2020-01-01'), 'ORG_A', '2026-02-03', 1);
+ALTER TABLE twd ATTACH PARTITION twd_bad FOR VALUES FROM ('2026-02-01') TO ('2026-03-01');
+DROP FUNCTION tw_skipped(text);
+DROP TABLE twd, twd_bad;
+
 -- Partitioned by created_at with nothing declared: a created_at bound
 -- prunes Postgres' leaves, and no id window would prune the node's, so the
 -- table is never searched whole (its leaves may each get the node): the

@@ -1,0 +1,171 @@
+//! A leaf's ids as its time range and the table's declaration bound them.
+//! pg_partman, and most retention schemes, partition by `created_at` and
+//! write no `CHECK` on `id`, so every leaf of a year of days would be
+//! opened to learn that it holds no id in the window. A table that
+//! declares how its ids follow time, `CHECK (alerts_ulid_near(id,
+//! created_at, interval '5 minutes'))` on the parent (every partition
+//! inherits it and cannot drop it, one attached must have it validated),
+//! says it without reading the leaf: a leaf of times `[lo, hi)` holds ids
+//! at or above `alerts_ulid_floor(lo - tolerance)` and below the first
+//! ULID after `hi + tolerance`. These are bounds like a `CHECK` on `id`
+//! (`checks.rs`), with the same conditions: the leaf's own copy of the
+//! constraint validated, and written before the snapshot.
+//!
+//! Why it is safe: the constraint makes every id of the leaf a canonical
+//! ULID within the tolerance of the row's time, and the partition bound
+//! puts every row's time in the leaf's range (Postgres routes and checks
+//! every row by it, and its own pruning trusts it alike). Only in a
+//! bytewise collation (`C`, `POSIX`) is ULID order byte order, so the
+//! caller applies these bounds only there.
+
+use std::ffi::CStr;
+
+use alerts_core::ulid;
+use pgrx::pg_sys::{self, AttrNumber, Datum, Oid};
+
+use crate::pg_list;
+
+/// `alerts_ulid_near(id, time, tolerance)` among the conjuncts at the top
+/// of constraint expression `node`: the time column and the tolerance in
+/// microseconds (none with months, or negative).
+///
+/// # Safety
+/// `node` is a constraint's expression tree of a table whose `id` column
+/// is `id`.
+pub unsafe fn declared_in(node: *mut pg_sys::Node, id: AttrNumber) -> Option<(AttrNumber, i64)> {
+    // SAFETY: nodes read only; an interval constant points at its value.
+    unsafe {
+        if (*node).type_ == pg_sys::NodeTag::T_BoolExpr {
+            let b = node.cast::<pg_sys::BoolExpr>();
+            if (*b).boolop != pg_sys::BoolExprType::AND_EXPR {
+                return None;
+            }
+            return pg_list::ptrs::<pg_sys::Node>((*b).args).find_map(|n| declared_in(n, id));
+        }
+        if (*node).type_ != pg_sys::NodeTag::T_FuncExpr {
+            return None;
+        }
+        let f = node.cast::<pg_sys::FuncExpr>();
+        let name = pg_sys::get_func_name((*f).funcid);
+        // a planted function of that name is SQL or PL, never C
+        if name.is_null()
+            || CStr::from_ptr(name).to_bytes() != b"alerts_ulid_near"
+            || !crate::overloads::language_is_c((*f).funcid)
+        {
+            return None;
+        }
+        let args: Vec<_> = pg_list::ptrs::<pg_sys::Node>((*f).args).collect();
+        let [a_id, a_time, a_within] = args[..] else {
+            return None;
+        };
+        let column = |n: *mut pg_sys::Node| {
+            let n = super::checks::strip_relabel(n);
+            ((*n).type_ == pg_sys::NodeTag::T_Var && (*n.cast::<pg_sys::Var>()).varlevelsup == 0)
+                .then(|| (*n.cast::<pg_sys::Var>()).varattno)
+        };
+        let time = column(a_time)?;
+        if column(a_id)? != id
+            || time <= 0
+            || pg_sys::exprType(a_time) != pg_sys::TIMESTAMPTZOID
+            || (*a_within).type_ != pg_sys::NodeTag::T_Const
+        {
+            return None;
+        }
+        let c = a_within.cast::<pg_sys::Const>();
+        if (*c).consttype != pg_sys::INTERVALOID || (*c).constisnull {
+            return None;
+        }
+        let iv = &*(*c).constvalue.cast_mut_ptr::<pg_sys::Interval>();
+        let us = iv.time as i128 + iv.day as i128 * 86_400_000_000;
+        (iv.month == 0 && (0..=i64::MAX as i128).contains(&us)).then_some((time, us as i64))
+    }
+}
+
+/// The bounds on `id` leaf `leaf`'s time ranges imply, with ids following
+/// column `time` (of the leaf) within `within` microseconds: `(false,
+/// value)` for ids at or above `value`, `(true, value)` for ids below it.
+/// Every ancestor partitioned by range on that column (by name) adds its
+/// partition's bounds.
+///
+/// # Safety
+/// In a transaction; `leaf` and its ancestors are locked.
+pub unsafe fn id_bounds(leaf: Oid, time: AttrNumber, within: i64) -> Vec<(bool, Vec<u8>)> {
+    let mut out = Vec::new();
+    // SAFETY: as the caller's; syscache tuples are read while held, and
+    // the bound's nodes are made in the current memory context.
+    unsafe {
+        let name = pg_sys::get_attname(leaf, time, true);
+        if name.is_null() {
+            return out;
+        }
+        let mut rel = leaf;
+        while pg_sys::get_rel_relispartition(rel) {
+            let parent = pg_sys::get_partition_parent(rel, true);
+            let key = super::partitions::key_column(parent);
+            let spec = bound_spec(rel);
+            rel = parent;
+            let Some(spec) = spec.filter(|&s| (*s).strategy as u8 == b'r') else {
+                continue;
+            };
+            if key.is_none() || key != Some(pg_sys::get_attnum(parent, name)) {
+                continue;
+            }
+            let first = |l| pg_list::ptrs::<pg_sys::PartitionRangeDatum>(l).next();
+            if let Some(ts) = first((*spec).lowerdatums).and_then(|d| timestamp(d)) {
+                out.push((false, ulid::lower_of_time(ts, within)));
+            }
+            if let Some(ts) = first((*spec).upperdatums).and_then(|d| timestamp(d)) {
+                out.push((true, ulid::upper_of_time(ts, within)));
+            }
+        }
+    }
+    out
+}
+
+/// Partition `rel`'s bound, from `pg_class.relpartbound`.
+///
+/// # Safety
+/// In a transaction; `rel` is a locked partition.
+unsafe fn bound_spec(rel: Oid) -> Option<*mut pg_sys::PartitionBoundSpec> {
+    // SAFETY: the syscache tuple is read while held; the text is copied
+    // out and parsed in the current memory context.
+    unsafe {
+        let cache = crate::compat::cache_id(pg_sys::SysCacheIdentifier::RELOID);
+        let tuple = pg_sys::SearchSysCache1(cache, Datum::from(rel));
+        if tuple.is_null() {
+            return None;
+        }
+        let mut isnull = false;
+        let d = pg_sys::SysCacheGetAttr(
+            cache,
+            tuple,
+            pg_sys::Anum_pg_class_relpartbound as AttrNumber,
+            &mut isnull,
+        );
+        let text = (!isnull).then(|| pg_sys::text_to_cstring(d.cast_mut_ptr()));
+        pg_sys::ReleaseSysCache(tuple);
+        let node = pg_sys::stringToNode(text?).cast::<pg_sys::Node>();
+        ((*node).type_ == pg_sys::NodeTag::T_PartitionBoundSpec)
+            .then(|| node.cast::<pg_sys::PartitionBoundSpec>())
+    }
+}
+
+/// A range bound's value when it is a timestamptz constant, not null
+/// (none for `MINVALUE` and `MAXVALUE`).
+///
+/// # Safety
+/// `d` is a node of a partition bound.
+unsafe fn timestamp(d: *mut pg_sys::PartitionRangeDatum) -> Option<i64> {
+    // SAFETY: nodes read only.
+    unsafe {
+        if (*d).kind != pg_sys::PartitionRangeDatumKind::PARTITION_RANGE_DATUM_VALUE
+            || (*d).value.is_null()
+            || (*(*d).value).type_ != pg_sys::NodeTag::T_Const
+        {
+            return None;
+        }
+        let c = (*d).value.cast::<pg_sys::Const>();
+        ((*c).consttype == pg_sys::TIMESTAMPTZOID && !(*c).constisnull)
+            .then(|| (*c).constvalue.value() as i64)
+    }
+}
