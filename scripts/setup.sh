@@ -11,7 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PGRX_VERSION=0.19.4
-PKGS=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo postgresql-15-rum vmtouch
+PKGS=(postgresql-15 postgresql-server-dev-15 postgresql-contrib libclang-dev clang sudo postgresql-15-rum
+      postgresql-15-partman vmtouch
       python3 python3-pip python3-venv)
 
 need=()

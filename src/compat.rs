@@ -276,6 +276,33 @@ pub fn check_holds(check: &pg_sys::ConstrCheck) -> bool {
     enforced && check.ccvalid
 }
 
+/// The `CHECK` constraints of open relation `rel` that hold for every row
+/// ([`check_holds`]), each with its name and expression tree (made in the
+/// current memory context).
+///
+/// # Safety
+/// `rel` is open, and stays so while the iterator is used.
+pub unsafe fn holding_checks(
+    rel: pg_sys::Relation,
+) -> impl Iterator<Item = (*const std::ffi::c_char, *mut pg_sys::Node)> {
+    // SAFETY: as the caller's; the array is read within its length.
+    unsafe {
+        let constr = (*(*rel).rd_att).constr;
+        let n = if constr.is_null() {
+            0
+        } else {
+            usize::from((*constr).num_check)
+        };
+        (0..n).filter_map(move |i| {
+            let check = &*(*constr).check.add(i);
+            (check_holds(check) && !check.ccbin.is_null()).then(|| {
+                let node = pg_sys::stringToNode(check.ccbin).cast::<pg_sys::Node>();
+                (check.ccname.cast_const(), node)
+            })
+        })
+    }
+}
+
 /// Whether a `pg_constraint` row holds for every row of its table:
 /// validated, and (PostgreSQL 18's `NOT ENFORCED`) enforced.
 pub fn constraint_row_holds(form: &pg_sys::FormData_pg_constraint) -> bool {

@@ -35,7 +35,7 @@ pub struct Facts {
     /// Of a partitioned table, every partition a heap table (what a whole
     /// search reads; see `table::kept_leaves`), none partitioned itself.
     pub leaves_heap: bool,
-    /// A plan reads this table's children merged (`search::merges_children`).
+    /// A plan reads this table's children merged (`search::part_key::merges_children`).
     pub merges_children: bool,
     /// How the table declares its ids follow a time column (`window.rs`).
     pub declared: Option<super::window::Declared>,
@@ -89,7 +89,7 @@ unsafe fn read(relid: Oid) -> Facts {
             pagination_index: false,
             ids_unique: false,
             leaves_heap: false,
-            merges_children: crate::search::merges_children(relid),
+            merges_children: crate::search::part_key::merges_children(relid),
             declared: cols.and_then(|c| super::window::declared(rel, &c)),
         };
         if let (Some(cols), true) = (

@@ -208,7 +208,7 @@ pub(super) unsafe fn bounds_key(
 ) -> bool {
     // SAFETY: the query's nodes, read; a bitmapset in the planner's memory.
     unsafe {
-        let Some(key) = crate::search::key_column(relid) else {
+        let Some(key) = crate::search::part_key::key_column(relid) else {
             return false;
         };
         if key == id {

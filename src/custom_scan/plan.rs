@@ -59,11 +59,11 @@ unsafe extern "C-unwind" fn plan(
         (*cscan).flags = (*best_path).flags;
         (*cscan).custom_exprs = pg_sys::copyObjectImpl(exprs.cast()).cast();
         // the shape, and the partitions of a partitioned table searched
-        // whole as this plan reads them (`search::planned_tree`)
+        // whole as this plan reads them (`search::partitions::planned_tree`)
         let shape = Shape::from_list(ints);
         let tree = shape.partitioned.then(|| {
             let relid = (**(*root).simple_rte_array.add((*rel).relid as usize)).relid;
-            crate::search::planned_tree(root, relid)
+            crate::search::partitions::planned_tree(root, relid)
         });
         (*cscan).custom_private = shape.to_private(tree.as_deref());
         (*cscan).methods = &raw const SCAN_METHODS;

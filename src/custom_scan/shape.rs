@@ -34,7 +34,7 @@ pub struct Shape {
     /// The query wants the rows oldest first (`ORDER BY id ASC`).
     pub ascending: bool,
     /// The table is a child its parent's plan reads beside its siblings in
-    /// a merge (`search::merges_children`): the merge reads the first row
+    /// a merge (`search::part_key::merges_children`): the merge reads the first row
     /// of every child, and most give no more, so the first page is of one
     /// row.
     pub merged: bool,

@@ -54,16 +54,10 @@ pub unsafe fn declared(rel: pg_sys::Relation, cols: &Columns) -> Option<Declared
     // SAFETY: as the caller's; each constraint's expression is made in the
     // current memory context and read only.
     unsafe {
-        let constr = (*(*rel).rd_att).constr;
-        if constr.is_null() || !cols.ids_bytewise() {
+        if !cols.ids_bytewise() {
             return None;
         }
-        for i in 0..usize::from((*constr).num_check) {
-            let check = &*(*constr).check.add(i);
-            if !crate::compat::check_holds(check) || check.ccbin.is_null() {
-                continue;
-            }
-            let node = pg_sys::stringToNode(check.ccbin).cast::<pg_sys::Node>();
+        for (name, node) in crate::compat::holding_checks(rel) {
             let mut found = None;
             conjuncts(node, &mut |n| {
                 found = found.or_else(|| near_call(n, (*rel).rd_att, cols))
@@ -72,7 +66,7 @@ pub unsafe fn declared(rel: pg_sys::Relation, cols: &Columns) -> Option<Declared
                 continue;
             };
             let relid = (*rel).rd_id;
-            let constraint = pg_sys::get_relation_constraint_oid(relid, check.ccname, true);
+            let constraint = pg_sys::get_relation_constraint_oid(relid, name, true);
             let bound_fn = bound_function(near_fn);
             if constraint != pg_sys::InvalidOid && bound_fn != pg_sys::InvalidOid {
                 return Some(Declared {
@@ -135,7 +129,7 @@ unsafe fn near_call(
             return None;
         };
         let column = |n: *mut pg_sys::Node| {
-            let n = crate::search::checks::strip_relabel(n);
+            let n = crate::search::constraints::strip_relabel(n);
             ((*n).type_ == pg_sys::NodeTag::T_Var).then(|| (*n.cast::<pg_sys::Var>()).varattno)
         };
         let time = column(time)?;

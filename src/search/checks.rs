@@ -21,12 +21,10 @@ use std::collections::HashMap;
 
 use pgrx::pg_sys::{self, Datum, Oid};
 
+use super::constraints::{bytewise, strip_relabel, written_by};
 use crate::datum::varlena_bytes;
 use crate::text_ops::{commuted, TEXT_EQ, TEXT_GE, TEXT_GT, TEXT_LE, TEXT_LT};
 use crate::unguarded;
-
-/// `C` and `POSIX` (`pg_collation.dat`).
-const BYTEWISE: [u32; 2] = [950, 951];
 
 /// One bound on a leaf's ids: the operator as if `id` were on its left,
 /// the constant, and the transaction that last wrote its constraint's
@@ -139,7 +137,7 @@ unsafe fn read(leaf: Oid) -> (Vec<Bound>, Oid) {
                 // the declaration of how ids follow time, with the leaf's
                 // time ranges (`near.rs`): ULID order is byte order only
                 // in a bytewise collation
-                if BYTEWISE.contains(&u32::from(collation)) {
+                if bytewise(collation) {
                     if let Some((time, within)) = super::near::declared_in(node, id) {
                         for (upper, value) in super::near::id_bounds(leaf, time, within) {
                             let op = if upper { TEXT_LT } else { TEXT_GE };
@@ -155,30 +153,6 @@ unsafe fn read(leaf: Oid) -> (Vec<Bound>, Oid) {
         }
         pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
         (bounds, collation)
-    }
-}
-
-/// The transaction that last wrote the catalog row of `leaf`'s constraint
-/// `name` (its `xmin`: the one that added it, or validated it later);
-/// None when there is none.
-///
-/// # Safety
-/// In a transaction; `leaf` is locked; `name` is NUL-terminated.
-unsafe fn written_by(leaf: Oid, name: *const std::ffi::c_char) -> Option<pg_sys::TransactionId> {
-    // SAFETY: as the caller's; the syscache tuple is read while held.
-    unsafe {
-        let oid = unguarded::guarded(|g| unguarded::constraint_oid(g, leaf, name));
-        if oid == pg_sys::InvalidOid {
-            return None;
-        }
-        let cache = crate::compat::cache_id(pg_sys::SysCacheIdentifier::CONSTROID);
-        let tuple = pg_sys::SearchSysCache1(cache, Datum::from(oid));
-        if tuple.is_null() {
-            return None;
-        }
-        let xmin = pg_sys::submodules::htup::HeapTupleHeaderGetXmin((*tuple).t_data);
-        pg_sys::ReleaseSysCache(tuple);
-        Some(xmin)
     }
 }
 
@@ -232,21 +206,6 @@ unsafe fn conjuncts(node: *mut pg_sys::Node, (id, collation): (i16, Oid), out: &
             }
             _ => {}
         }
-    }
-}
-
-/// `node` without the relabelling a varchar column reaches text's
-/// operators through.
-///
-/// # Safety
-/// `node` is an expression node.
-pub(crate) unsafe fn strip_relabel(mut node: *mut pg_sys::Node) -> *mut pg_sys::Node {
-    // SAFETY: nodes read only.
-    unsafe {
-        while (*node).type_ == pg_sys::NodeTag::T_RelabelType {
-            node = (*node.cast::<pg_sys::RelabelType>()).arg.cast();
-        }
-        node
     }
 }
 

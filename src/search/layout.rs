@@ -241,8 +241,7 @@ impl Columns {
     /// Whether ids compare byte by byte (`C`, `POSIX`): then an id's bytes
     /// bound the weeks of the ids beside it (`alerts_core::keys::week_bound`).
     pub fn ids_bytewise(&self) -> bool {
-        const BYTEWISE_COLLATIONS: [u32; 2] = [950, 951];
-        BYTEWISE_COLLATIONS.contains(&u32::from(self.id_collation))
+        super::constraints::bytewise(self.id_collation)
     }
 }
 

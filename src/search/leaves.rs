@@ -52,6 +52,8 @@ struct Leaf<'a> {
     layout: Layout,
     walk: Option<IndexWalk<'a>>,
     newest: Vec<u8>,
+    /// Its ids are below this, where its bounds say so.
+    upper: Option<Vec<u8>>,
 }
 
 /// Fills `page` (newest first) from the leaves of partitioned table
@@ -125,44 +127,63 @@ unsafe fn in_order<'a>(mut leaves: Vec<Leaf<'a>>, args: &'a Args<'a>, page: &mut
 /// table partitioned by `created_at` whose ids follow it) are read as
 /// [`in_order`] reads them, with no row copied twice.
 ///
+/// A leaf whose bounds put a top on its ids (by time, where the parent
+/// declares how ids follow it) is opened only once every leaf opened has
+/// its newest id at or below that top, newest top first: a page filled
+/// from the newest days opens none of the older ones.
+///
 /// # Safety
 /// As [`fill`].
-unsafe fn merged<'a>(mut leaves: Vec<Leaf<'a>>, args: &'a Args<'a>, parent: Oid, page: &mut Page) {
+unsafe fn merged<'a>(leaves: Vec<Leaf<'a>>, args: &'a Args<'a>, parent: Oid, page: &mut Page) {
     // SAFETY: as the caller's; every walk begun here is ended here.
     unsafe {
         let Some(collation) = leaves.first().map(|l| l.layout.cols.id_collation) else {
             return; // no leaf in the window
         };
         let id_column = pg_sys::get_attnum(parent, c"id".as_ptr());
-        // A leaf whose largest id (any tenant's) is below the window has
-        // no row in it: one descent along a btree led by id, which
-        // compares nothing, where the tenant's entries take a search.
-        leaves.retain(|l| !below_window(l));
-        // Rows found but not yet in the page, newest first, with their ids:
-        // first those of the leaves GIN answers whole.
+        let ids = (id_column, collation);
+        // Rows found but not yet in the page, newest first, with their ids.
         let mut waiting: Vec<(Vec<u8>, Datum)> = Vec::new();
-        leaves.retain_mut(|l| !answered_whole(l, args, page, (id_column, collation), &mut waiting));
-        crate::unguarded::sort_by_text(&mut waiting, |w| &w.0, collation, true);
-        waiting.truncate(page.want.max(0) as usize);
-        // newest first; a leaf without rows in the window is not walked
-        leaves.retain_mut(|l| {
-            let mut walk = l.walk.take().unwrap_or_else(|| begin(l, args));
-            match walk.first_id() {
-                Some(id) => {
-                    l.newest = id;
-                    l.walk = Some(walk);
-                    true
+        // the leaves with a top, lowest top last... popped highest first
+        let (mut pending, eager): (Vec<_>, Vec<_>) =
+            leaves.into_iter().partition(|l| l.upper.is_some());
+        crate::unguarded::sort_by_text(
+            &mut pending,
+            |l| l.upper.as_deref().unwrap_or_default(),
+            collation,
+            false,
+        );
+        let mut open = Vec::new();
+        for l in eager {
+            open.extend(opened(l, args, page, ids, &mut waiting));
+        }
+        crate::unguarded::sort_by_text(&mut open, |l| &l.newest, collation, true);
+        let mut done = Vec::new();
+        loop {
+            // every leaf that may hold an id above the best open one's
+            // newest is opened first
+            while let Some(top) = pending.last().and_then(|l| l.upper.as_deref()) {
+                if open
+                    .first()
+                    .is_some_and(|b: &Leaf| text_cmp(top, &b.newest, collation).is_le())
+                {
+                    break;
                 }
-                None => {
-                    walk.end();
-                    false
+                let l = pending.pop().expect("a top");
+                if let Some(l) = opened(l, args, page, ids, &mut waiting) {
+                    let at = open
+                        .iter()
+                        .take_while(|o| text_cmp(&o.newest, &l.newest, collation).is_ge())
+                        .count();
+                    open.insert(at, l);
                 }
             }
-        });
-        crate::unguarded::sort_by_text(&mut leaves, |l| &l.newest, collation, true);
-        for i in 0..leaves.len() {
+            if open.is_empty() {
+                break;
+            }
+            let mut leaf = open.remove(0);
             // waiting rows above the leaf's newest id beat all of its rows
-            let newest = std::mem::take(&mut leaves[i].newest);
+            let newest = std::mem::take(&mut leaf.newest);
             let beat = waiting
                 .iter()
                 .take_while(|(id, _)| text_cmp(id, &newest, collation).is_gt())
@@ -171,20 +192,32 @@ unsafe fn merged<'a>(mut leaves: Vec<Leaf<'a>>, args: &'a Args<'a>, parent: Oid,
                 page.add_row(row);
             }
             if page.is_full() {
+                done.push(leaf);
                 break;
             }
-            let next = leaves.get(i + 1).map(|l| l.newest.clone());
-            let leaf = &mut leaves[i];
-            let mut walk = leaf.walk.take().expect("begun above");
-            // Nothing waiting: rows above the next leaf's newest id go to
-            // the page (the last leaf's all do). Else every row waits.
+            // above every row still to read: the next open leaf's newest
+            // id, or the top of the leaves not opened, whichever is higher
+            let tops = [
+                open.first().map(|l| l.newest.clone()),
+                pending.last().and_then(|l| l.upper.clone()),
+            ];
+            let next = tops.into_iter().flatten().reduce(|a, b| {
+                if text_cmp(&a, &b, collation).is_ge() {
+                    a
+                } else {
+                    b
+                }
+            });
+            let mut walk = leaf.walk.take().expect("begun when opened");
+            // Nothing waiting: rows above `next` go to the page (the last
+            // leaf's all do). Else every row waits.
             let straight = waiting.is_empty();
             match (straight, next) {
                 (true, None) => {}
                 (true, Some(next)) => page.divert(Some(next), id_column, collation),
                 (false, _) => page.divert(None, id_column, collation),
             }
-            walk_into(leaf, &mut walk, page);
+            walk_into(&mut leaf, &mut walk, page);
             waiting.extend(page.take_aside());
             if !straight {
                 // stable: a leaf's rows of one id keep their order
@@ -192,14 +225,57 @@ unsafe fn merged<'a>(mut leaves: Vec<Leaf<'a>>, args: &'a Args<'a>, parent: Oid,
                 waiting.truncate(page.want.max(0) as usize);
             }
             leaf.walk = Some(walk);
+            done.push(leaf);
         }
         for (_, row) in waiting {
             if !page.add_row(row) {
                 break;
             }
         }
-        for walk in leaves.into_iter().filter_map(|l| l.walk) {
+        for walk in open.into_iter().chain(done).filter_map(|l| l.walk) {
             walk.end();
+        }
+    }
+}
+
+/// Leaf `leaf` opened for the merge: None when it has no row in the
+/// window (its largest id, any tenant's, below it: one descent along a
+/// btree led by id, which compares nothing, where the tenant's entries
+/// take a search), or GIN answered it whole (a leaf the session found
+/// rare for the pair: its rows added to `waiting`, kept newest first and
+/// no more than the page wants); else with its walk begun and its newest
+/// id in the window read.
+///
+/// # Safety
+/// As [`fill`].
+unsafe fn opened<'a>(
+    mut l: Leaf<'a>,
+    args: &'a Args<'a>,
+    page: &mut Page,
+    (id_column, collation): (i16, Oid),
+    waiting: &mut Vec<(Vec<u8>, Datum)>,
+) -> Option<Leaf<'a>> {
+    // SAFETY: as the caller's; a walk begun and not kept is ended.
+    unsafe {
+        if below_window(&l) {
+            return None;
+        }
+        if answered_whole(&mut l, args, page, (id_column, collation), waiting) {
+            crate::unguarded::sort_by_text(waiting, |w| &w.0, collation, true);
+            waiting.truncate(page.want.max(0) as usize);
+            return None;
+        }
+        let mut walk = l.walk.take().unwrap_or_else(|| begin(&l, args));
+        match walk.first_id() {
+            Some(id) => {
+                l.newest = id;
+                l.walk = Some(walk);
+                Some(l)
+            }
+            None => {
+                walk.end();
+                None
+            }
         }
     }
 }
@@ -331,6 +407,7 @@ unsafe fn prepare<'a>(
             layout,
             walk: None,
             newest: Vec::new(),
+            upper: upper.map(<[u8]>::to_vec),
         })
     }
 }

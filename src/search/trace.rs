@@ -74,6 +74,9 @@ pub struct Trace {
     /// Partitions locked but not opened: their `CHECK` on `id` keeps them
     /// out of the window.
     pub skipped_by_check: u64,
+    /// Partitions neither locked nor opened: their time range, with the
+    /// parent's `alerts_ulid_near`, keeps them out of the window.
+    pub pruned_by_time: u64,
 }
 
 /// The counters, and the route of the page being answered (a slot of the
@@ -113,6 +116,11 @@ pub fn fetched(rows: u64) {
 /// A partition was left unopened by its `CHECK` on `id`.
 pub fn skipped_by_check() {
     update(|t| t.skipped_by_check += 1);
+}
+
+/// Partitions were left out by their time range (`near.rs`).
+pub fn pruned_by_time(n: u64) {
+    update(|t| t.pruned_by_time += n);
 }
 
 /// A statement ran.

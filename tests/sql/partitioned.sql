@@ -29,6 +29,13 @@ SELECT format('CREATE TABLE p_two_%s PARTITION OF p_two FOR VALUES FROM (%L) TO 
 FROM generate_series(timestamptz '2025-01-01', '2025-10-01', '3 months') q \gexec
 SELECT format('CREATE TABLE p_two_%s_h%s PARTITION OF p_two_%s FOR VALUES WITH (MODULUS 2, REMAINDER %s)', to_char(q, 'YYYY_"q"Q'), h, to_char(q, 'YYYY_"q"Q'), h)
 FROM generate_series(timestamptz '2025-01-01', '2025-10-01', '3 months') q, generate_series(0, 1) h \gexec
+-- No autovacuum on the leaves: the index reads counted below would count
+-- its reads too (a vacuum reads every index of the leaves it visits).
+DO $$ DECLARE leaf regclass; BEGIN
+  FOR leaf IN SELECT relid FROM unnest(ARRAY['p_time', 'p_id', 'p_two']::regclass[]) t, pg_partition_tree(t) WHERE isleaf LOOP
+    EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = off)', leaf);
+  END LOOP;
+END $$;
 INSERT INTO p_time SELECT id, organisation_id, created_at, priority_id, attribute_values FROM alerts;
 INSERT INTO p_id SELECT * FROM p_time;
 INSERT INTO p_two SELECT * FROM p_time;
@@ -294,14 +301,18 @@ SET stats_fetch_consistency = none;
 SELECT format('ALTER TABLE %I ADD CONSTRAINT ids_in_month CHECK (id >= alerts_ulid_floor(%L) AND id < alerts_ulid_floor(%L))',
               'p_time_' || to_char(m, 'YYYY_MM'), m, m + interval '1 month')
 FROM generate_series(timestamptz '2025-01-01', '2025-12-01', '1 month') m \gexec
+SELECT array(SELECT id FROM alerts_search(NULL::p_time, 'ORG_A', '{"env": "prod"}', '2025-12-04'))
+     = array(SELECT id FROM p_time WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"env": "prod"}'
+             AND id >= alerts_ulid_floor('2025-12-04') ORDER BY id DESC LIMIT 50) AS checked_page_exact;
+-- Only the search is counted: the planner of the plain SQL above reads
+-- each leaf index's metapage again whenever its relcache entry is rebuilt
+-- (a reset of the caches, as a busy server sends, rebuilds them all).
 DELETE FROM index_reads;
 SELECT pg_stat_force_next_flush();
 INSERT INTO index_reads
 SELECT 'p_time', s.indexrelid, s.idx_blks_hit + s.idx_blks_read
 FROM pg_partition_tree('p_time') p JOIN pg_statio_all_indexes s ON s.relid = p.relid WHERE p.isleaf;
-SELECT array(SELECT id FROM alerts_search(NULL::p_time, 'ORG_A', '{"env": "prod"}', '2025-12-04'))
-     = array(SELECT id FROM p_time WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"env": "prod"}'
-             AND id >= alerts_ulid_floor('2025-12-04') ORDER BY id DESC LIMIT 50) AS checked_page_exact;
+SELECT count(*) AS checked_rows FROM alerts_search(NULL::p_time, 'ORG_A', '{"env": "prod"}', '2025-12-04');
 SELECT pg_stat_force_next_flush();
 SELECT count(DISTINCT s.relid) FILTER (WHERE s.idx_blks_hit + s.idx_blks_read > r.blocks) AS checked_leaves_read
 FROM index_reads r JOIN pg_statio_all_indexes s USING (indexrelid);

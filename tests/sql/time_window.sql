@@ -187,11 +187,16 @@ SELECT n, tw_check(replace(q, 'FROM tw ', 'FROM twd ')) FROM tw_queries ORDER BY
 SELECT n, tw_check(regexp_replace(replace(q, 'FROM tw ', 'FROM twd '),
                    'created_at (>=|>) (''[^'']+'')', 'id \1 alerts_ulid_floor(\2)')) FROM tw_queries
 WHERE n IN (1, 2, 5, 8) ORDER BY n;
-CREATE FUNCTION tw_skipped(q text) RETURNS int LANGUAGE plpgsql AS $$
+-- leaves skipped by their own copy of the declaration (locked, not
+-- opened) / pruned by their time range from the parent's descriptor
+-- (neither locked nor opened)
+CREATE FUNCTION tw_skipped(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE plan json;
 BEGIN
     EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT JSON) ' || q INTO plan;
-    RETURN (plan -> 0 -> 'Plan' -> 'Plans' -> 0 ->> 'Partitions Skipped By CHECK')::int;
+    plan := plan -> 0 -> 'Plan' -> 'Plans' -> 0;
+    RETURN coalesce(plan ->> 'Partitions Skipped By CHECK', '0') || ' skipped, '
+        || coalesce(plan ->> 'Partitions Pruned By Time', '0') || ' pruned';
 END $$;
 -- 53 leaves: a window from 2025-12-20 opens its two weeks and the default
 SELECT tw_skipped($$SELECT id FROM twd WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T1"}'
@@ -217,6 +222,19 @@ CALL alerts_enable('twd_2026');
 SELECT count(*) FROM twd WHERE id >= alerts_ulid_floor('2026-01-01');
 SELECT tw_skipped($$SELECT id FROM twd WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T1"}'
                     AND id >= alerts_ulid_floor('2026-01-02') ORDER BY id DESC LIMIT 20$$) AS skipped_after_attach;
+-- in the transaction that attaches a leaf, its copy of the declaration is
+-- not yet committed: nothing is pruned from the descriptor, and each leaf
+-- is judged by its own copy (the new one is read)
+BEGIN;
+CREATE TABLE twd_2026_02 (LIKE twd INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
+INSERT INTO twd_2026_02 (id, organisation_id, created_at, priority_id, attribute_values)
+    VALUES (alerts_ulid('2026-02-03'), 'ORG_A', '2026-02-03', 1, '{"team": "T1"}');
+ALTER TABLE twd ATTACH PARTITION twd_2026_02 FOR VALUES FROM ('2026-02-01') TO ('2026-03-01');
+SELECT tw_skipped($$SELECT id FROM twd WHERE organisation_id = 'ORG_A' AND attribute_values @> '{"team": "T1"}'
+                    AND id >= alerts_ulid_floor('2026-01-02') ORDER BY id DESC LIMIT 20$$) AS skipped_in_attaching_txn;
+SELECT id = (SELECT id FROM twd_2026_02) AS newest_is_attached_in_txn
+FROM alerts_search(NULL::twd, 'ORG_A', '{"team": "T1"}', '2026-01-02', NULL, 1);
+ROLLBACK;
 SELECT id = (SELECT id FROM twd_2026) AS newest_is_attached
 FROM alerts_search(NULL::twd, 'ORG_A', '{"team": "T1"}', '2025-12-20', NULL, 1);
 CREATE TABLE twd_bad (LIKE twd INCLUDING DEFAULTS);
@@ -224,6 +242,52 @@ INSERT INTO twd_bad (id, organisation_id, created_at, priority_id) VALUES (alert
 ALTER TABLE twd ATTACH PARTITION twd_bad FOR VALUES FROM ('2026-02-01') TO ('2026-03-01');
 DROP FUNCTION tw_skipped(text);
 DROP TABLE twd, twd_bad;
+
+-- Ids that stray from their time by up to the tolerance (2 hours) in
+-- leaves of an hour (forward in even hours, back in odd ones): each id
+-- lies in the range of five leaves, an older leaf holds newer ids than the
+-- one after it, and a leaf is
+-- opened only once no leaf opened has a newer id than its top
+-- (search/leaves.rs). Pages 1 and 2 (through the cursor) of alerts_search
+-- and of plain SQL equal Postgres' own plan, for page sizes 1 to 400
+-- (a second page where the first is full).
+CREATE TABLE twj (LIKE alerts INCLUDING DEFAULTS, PRIMARY KEY (id, created_at),
+    CHECK (alerts_ulid_near(id, created_at, interval '2 hours')))
+    PARTITION BY RANGE (created_at);
+DO $$ BEGIN
+    FOR h IN 0..51 LOOP
+        EXECUTE format('CREATE TABLE %I PARTITION OF twj FOR VALUES FROM (%L) TO (%L)', 'twj_' || h,
+                       timestamptz '2025-06-01' + h * interval '1 hour', timestamptz '2025-06-01' + (h + 1) * interval '1 hour');
+    END LOOP;
+END $$;
+CREATE TABLE twj_other PARTITION OF twj DEFAULT;
+INSERT INTO twj (id, organisation_id, created_at, priority_id, attribute_values)
+SELECT alerts_ulid(t + (CASE WHEN extract(hour FROM t)::int % 2 = 0 THEN 1 ELSE -1 END) * ((g * 7919) % 7000) * interval '1 second'),
+       'ORG_' || (g % 2), t, 1,
+       jsonb_build_object('team', 'T' || (g % 3), 'service', 'S' || (g % 40))
+FROM generate_series(1, 6000) g, LATERAL (SELECT timestamptz '2025-06-01' + g * interval '30 seconds') x(t);
+CALL alerts_enable('twj');
+CREATE INDEX twj_page ON twj (organisation_id, id DESC) INCLUDE (attribute_values_bitmap);
+ANALYZE twj;
+SET alerts.custom_scan = off;
+CREATE TEMP TABLE twj_want AS
+SELECT f, n, since, array(SELECT id FROM twj WHERE organisation_id = 'ORG_1' AND attribute_values @> f::jsonb
+                          AND id >= alerts_ulid_floor(since) ORDER BY id DESC LIMIT 2 * n) AS want
+FROM (VALUES ('{}'), ('{"team": "T1"}'), ('{"service": "S7"}'), ('{"team": "T2", "service": "S5"}'), ('{"team": "NONE"}')) fs(f),
+     (VALUES (1), (7), (50), (400)) ns(n), (VALUES (timestamptz '2025-06-01'), ('2025-06-02 03:00')) ws(since);
+RESET alerts.custom_scan;
+SELECT f, bool_and(want[1:n] = array(SELECT id FROM alerts_search(NULL::twj, 'ORG_1', f::jsonb, since, NULL, n))
+               AND (want[n] IS NULL OR want[n + 1:2 * n] = array(SELECT id FROM alerts_search(NULL::twj, 'ORG_1', f::jsonb, since, want[n], n)))
+               AND want[1:n] = array(SELECT id FROM twj WHERE organisation_id = 'ORG_1' AND attribute_values @> f::jsonb
+                                     AND id >= alerts_ulid_floor(since) ORDER BY id DESC LIMIT n)
+               AND (want[n] IS NULL OR want[n + 1:2 * n] = array(SELECT id FROM twj WHERE organisation_id = 'ORG_1'
+                                     AND attribute_values @> f::jsonb AND id >= alerts_ulid_floor(since) AND id < want[n]
+                                     ORDER BY id DESC LIMIT n))) AS same,
+       max(cardinality(want)) AS rows
+FROM twj_want GROUP BY f ORDER BY f;
+SELECT n, tw_check(format($$SELECT * FROM twj WHERE organisation_id = 'ORG_1' AND attribute_values @> '{"team": "T1"}'
+                            AND created_at >= '2025-06-02' ORDER BY id DESC LIMIT %s$$, n)) FROM (VALUES (1), (60), (700)) v(n);
+DROP TABLE twj;
 
 -- Partitioned by created_at with nothing declared: a created_at bound
 -- prunes Postgres' leaves, and no id window would prune the node's, so the

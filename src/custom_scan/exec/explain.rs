@@ -136,6 +136,9 @@ unsafe fn properties(
             if t.skipped_by_check > 0 {
                 int(c"Partitions Skipped By CHECK", t.skipped_by_check);
             }
+            if t.pruned_by_time > 0 {
+                int(c"Partitions Pruned By Time", t.pruned_by_time);
+            }
         }
     }
 }
@@ -146,6 +149,7 @@ pub fn add_trace(total: &mut Trace, t: Trace) {
     total.candidates += t.candidates;
     total.matches += t.matches;
     total.skipped_by_check += t.skipped_by_check;
+    total.pruned_by_time += t.pruned_by_time;
     for (a, b) in total.pages.iter_mut().zip(t.pages) {
         *a += b;
     }
