@@ -7,7 +7,7 @@ import os
 import subprocess
 import common
 from common import PG, lit, psql
-from data import ORG_GIN_MARK
+from data import ORG_GIN_MARK, PORTABLE_TABLE
 
 # --- methods --------------------------------------------------------------------
 
@@ -104,6 +104,33 @@ def method_sql(m, s, db):
         return (f"SELECT a.* FROM ({inner}) c CROSS JOIN LATERAL "
                 f"(SELECT * FROM {t} a WHERE a.organisation_id = {lit(s['org'])} AND a.id = c.id "
                 f"AND {exact_expr(s['clauses'])}{prio}) a ORDER BY c.id DESC LIMIT {s['limit']}")
+    if m == "portable_search":
+        # alerts_portable.search (clients/sql/alerts_portable.sql): the
+        # walk in PL/pgSQL, masks (and the tenant keys over the window's
+        # weeks, where the table has an attribute_keys column) as a client
+        # computes them
+        t = PORTABLE_TABLE if t == "alerts" else t
+        ms = {k: (x if len(x) > 1 else x[0]) for (k, _, _), x in zip(s["clauses"], masks(db, s["clauses"]))}
+        keys = "NULL"
+        if psql(db, f"SELECT count(*) FROM pg_attribute WHERE attrelid = {lit(t)}::regclass "
+                    "AND attname = 'attribute_keys' AND NOT attisdropped")[0][0] == "1":
+            # the weeks from the window's floor (the tenant's oldest row when
+            # unbounded) to now, as the application would span them
+            floor = ("now() - interval '31 days'" if s["window"] == "30d" else
+                     f"(SELECT min(created_at) - interval '7 days' FROM {t} WHERE organisation_id = {lit(s['org'])})")
+            ks = {}
+            for k, vals, _ in s["clauses"]:
+                ks[k] = [int(r[0]) for r in psql(db, f"""
+                    SELECT DISTINCT x FROM unnest(ARRAY[{','.join(lit(json.dumps(v)) for v in vals)}]::jsonb[]) v,
+                      LATERAL (SELECT alerts_ulid_floor(w) AS i FROM generate_series({floor}, now() + interval '7 days',
+                               interval '7 days') w UNION ALL SELECT 'not-a-ulid') ids,
+                      unnest(alerts_keys({lit(s['org'])}, ids.i, jsonb_build_object({lit(k)}, v))) x""")]
+            keys = lit(json.dumps(ks)) + "::jsonb"
+        cols = ", columns => '{\"priority_id\": [1, 2]}'" if s["priority"] else ""
+        since_arg = "now() - interval '30 days'" if s["window"] == "30d" else "'-infinity'"
+        before = lit(s["cursor"]) if s.get("cursor") else "NULL"
+        return (f"SELECT * FROM alerts_portable.search(NULL::{t}, {lit(s['org'])}, {f}, {lit(json.dumps(ms))}::jsonb, "
+                f"{keys}, {since_arg}, {before}, {s['limit']}{cols})")
     if m in ("search", "search_cold"):
         cols = ", columns => '{\"priority_id\": [1, 2]}'" if s["priority"] else ""
         since_arg = "now() - interval '30 days'" if s["window"] == "30d" else "'-infinity'"
@@ -113,7 +140,7 @@ def method_sql(m, s, db):
     raise ValueError(m)
 
 
-METHODS = ["gin", "gin_org", "gin_all", "gin_tags", "rum", "sql_bloom", "portable", "ext", "ext_ios", "search_cold", "search",
+METHODS = ["gin", "gin_org", "gin_all", "gin_tags", "rum", "sql_bloom", "portable", "portable_search", "ext", "ext_ios", "search_cold", "search",
            "plain", "plain_match", "plain_expanded"]
 # The plain SQL methods: the page as applications write it, planned with
 # the custom scan (their sessions load the library); `plain_expanded` is
@@ -147,6 +174,7 @@ LABELS = {
     "rum": "RUM tags + created_at",
     "sql_bloom": "plain-SQL bloom (article)",
     "portable": "portable two-step (no extension)",
+    "portable_search": "alerts_portable.search (no extension)",
     "ext": "alerts_bloom_match walk",
     "ext_ios": "alerts index-only walk",
     "search_cold": "alerts_search(), no shortcuts",

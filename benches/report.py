@@ -81,7 +81,11 @@ def goal_table(results, scen, mode="prepared"):
 
 def write_table(results, writes, sz, meta, path):
     where = {"plain": "", "by-created": ", the same rows in 13 monthly partitions by created_at",
-             "by-id": ", the same rows in 13 monthly partitions by id (ULID month bounds)"}[meta.get("layout", "plain")]
+             "by-id": ", the same rows in 13 monthly partitions by id (ULID month bounds)",
+             "partman-daily": ", the same rows in pg_partman's daily partitions by created_at, "
+                              "`alerts_ulid_near` declared on the parent",
+             "partman-hourly": ", the last 30 days' rows in pg_partman's hourly partitions by created_at "
+                               "(30-day retention), `alerts_ulid_near` declared on the parent"}[meta.get("layout", "plain")]
     where += f", bitmap column bit({meta['bitmap_bits']})" if meta.get("bitmap_bits", 512) != 512 else ""
     if meta.get("writes_only"):
         lines = [f"Size `{meta['size']}` (the pool of rows inserted){where}, PostgreSQL {meta['postgres']}, "

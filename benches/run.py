@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 import common
-from common import ROOT, SIZES, bench_db, has_rum, psql
-from data import LAYOUTS, LAYOUT_METHODS, build, build_layout, layout_sizes, org_gin, refresh_extension, scenarios, sizes
+from common import ROOT, SIZES, bench_db, has_rum, psql, psql_file
+from data import LAYOUTS, LAYOUT_METHODS, build, portable_copy, build_layout, declare_near, layout_sizes, org_gin, refresh_extension, scenarios, sizes
 from methods import METHODS, _PGOPTIONS, method_sql, oracle, plan_shape, run_query, same_rows
 from timing import timed_cell, write_bench
 from report import svg_chart, write_table
@@ -44,7 +44,8 @@ def main():
                          "percentile is the median of the method's rounds' (noise episodes fall on all alike)")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--layout", choices=LAYOUTS, default="plain",
-                    help="plain table, or the same rows in 13 monthly partitions (by created_at or by id); "
+                    help="plain table, or the same rows in 13 monthly partitions (by created_at or by id), or "
+                         "in pg_partman's daily leaves, or its hourly ones with a 30-day retention; "
                          "partitioned layouts run GIN, the index-only walk and alerts_search, no write path")
     ap.add_argument("--citus", action="store_true",
                     help="the same rows hash-distributed over a local Citus cluster (scripts/citus.sh, port "
@@ -106,6 +107,8 @@ def main():
         build_layout(db, args.layout, anchor)
         args.skip_write = True
     refresh_extension(db, ["alerts"] + ([table] if layout else []))
+    if layout and "interval" in layout:
+        declare_near(db, table)  # the one step docs/partitioned-tables.md asks of a pg_partman table
     if not layout:
         org_gin(db)
     # (plain_expanded differs from plain on partitioned tables only, and is
@@ -113,6 +116,10 @@ def main():
     methods = (args.methods or ",".join(LAYOUT_METHODS if layout else
                                         [m for m in METHODS if m != "plain_expanded"])).split(",")
     unavailable = {}
+    if "portable_search" in methods:
+        psql_file(db, ROOT / "clients/sql/alerts_portable.sql")  # as a managed server would take it
+        if not layout:
+            portable_copy(db, anchor)
     if "rum" in methods and not has_rum():
         methods.remove("rum")
         unavailable["rum"] = "not available for this server (RUM is packaged by Debian for PostgreSQL 15 only)"

@@ -33,11 +33,15 @@ from common import ROOT, SIZES, bench_db, lit, psql
 from data import LAYOUTS, build, build_layout, refresh_extension, scenarios
 
 CLASSES = ["50%", "1%", "0.05%", "0.005%", "none"]
+FORMS = ("id", "created", "search")
 PRELOAD = "-c session_preload_libraries=alerts"
 
 
 def page_sql(s, form):
     t = s["table"]
+    if form == "search":
+        return (f"SELECT * FROM alerts_search(NULL::{t}, {lit(s['org'])}, {lit(json.dumps(s['filter']))}, "
+                f"now() - interval '30 days', NULL, 50)")
     win = ("id >= alerts_ulid_floor(now() - interval '30 days')" if form == "id"
            else "created_at >= now() - interval '30 days'")
     obj = {k: ([v[0]] if arr else v[0]) for k, v, arr in s["clauses"]}
@@ -110,7 +114,7 @@ def main():
                 print(f"window: {table}: declared and validated in {time.time() - t0:.0f} s", flush=True)
             files = {}
             for c in CLASSES:
-                for form in ("id", "created"):
+                for form in FORMS:
                     sql = page_sql(scen[c], form)
                     f = work / f"{layout}-{'decl' if declared else 'undecl'}-{form}-{c.replace('%', 'pct')}.sql"
                     f.write_text(sql + ";\n")
@@ -121,33 +125,53 @@ def main():
                 if on != off:
                     raise SystemExit(f"window: {table} {c} ({'declared' if declared else 'undeclared'}): "
                                      "the created_at page differs from Postgres' own plan")
+                if ids(db, files[(c, "search")][1], PRELOAD) != off:
+                    raise SystemExit(f"window: {table} {c} ({'declared' if declared else 'undeclared'}): "
+                                     "alerts_search's page differs from Postgres' own plan")
             on = interleave(db, [str(files[k][0]) for k in files], PRELOAD, args.seconds * 2)
             off = interleave(db, [str(files[(c, 'created')][0]) for c in CLASSES],
                              f"{PRELOAD} -c alerts.custom_scan=off", args.seconds)
             for c in CLASSES:
-                fid, fcr = (files[(c, f)][0].stem for f in ("id", "created"))
+                fid, fcr, fse = (files[(c, f)][0].stem for f in FORMS)
                 rows.append(dict(layout=layout, declared=declared, cls=c, id=on[fid], created=on[fcr],
+                                 search=on[fse],
                                  off=off[fcr], plan=route(db, files[(c, "created")][1], PRELOAD)))
                 r = rows[-1]
                 print(f"window: {layout:10s} {'declared  ' if declared else 'undeclared'} {c:7s} "
                       f"id {r['id']:8.1f}  created_at {r['created']:8.1f} ({r['created'] / r['id']:.2f}x, {r['plan']})  "
-                      f"custom scan off {r['off']:8.1f} µs", flush=True)
+                      f"custom scan off {r['off']:8.1f}  alerts_search {r['search']:8.1f} µs", flush=True)
         psql(db, f"ALTER TABLE {table} DROP CONSTRAINT IF EXISTS {table}_id_near_created")
     out = ROOT / f"benches/results/{args.size}-window"
     out.mkdir(parents=True, exist_ok=True)
     lines = [f"# created_at window against id window ({args.size}, PostgreSQL {version}, anchor {anchor})", "",
              f"`python3 benches/window.py --size {args.size} --layouts {args.layouts} --seconds {args.seconds:g}`: "
              "p50 µs of the large tenant's page of 50 in the last 30 days, interleaved call by call.", "",
+             "`x plain`: the same page's p50 over the plain table's (the same rows unpartitioned, "
+             "same declaration), where the run has the plain layout.", "",
              "| layout | declared | filter | id window | created_at window | ratio | created_at plan | "
-             "created_at, custom scan off | node / own plan |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "created_at, custom scan off | node / own plan | alerts_search | created_at x plain | "
+             "alerts_search x plain |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    base = {(r["declared"], r["cls"]): r for r in rows if r["layout"] == "plain"}
+
+    def vs_plain(r, k):
+        b = base.get((r["declared"], r["cls"]))
+        return f"{r[k] / b[k]:.2f}x" if b and r["layout"] != "plain" else "-"
     for r in rows:
         lines.append(f"| {r['layout']} | {'yes' if r['declared'] else 'no'} | {r['cls']} | {r['id']:.1f} | "
                      f"{r['created']:.1f} | {r['created'] / r['id']:.2f}x | {r['plan']} | {r['off']:.1f} | "
-                     f"{r['created'] / r['off']:.2f}x |")
+                     f"{r['created'] / r['off']:.2f}x | {r['search']:.1f} | {vs_plain(r, 'created')} | "
+                     f"{vs_plain(r, 'search')} |")
     worst = max(rows, key=lambda r: r["created"] / r["id"])
     lines += ["", f"Worst created_at / id: {worst['created'] / worst['id']:.2f}x ({worst['layout']}, "
                   f"{'declared' if worst['declared'] else 'undeclared'}, {worst['cls']})."]
+    for k, what in (("created", "created_at window"), ("search", "alerts_search")):
+        cand = [(r[k] / base[(r["declared"], r["cls"])][k], r) for r in rows
+                if r["layout"] != "plain" and (r["declared"], r["cls"]) in base]
+        if cand:
+            x, r = max(cand, key=lambda t: t[0])
+            lines.append(f"Worst {what} over the plain table: {x:.2f}x ({r['layout']}, "
+                         f"{'declared' if r['declared'] else 'undeclared'}, {r['cls']}).")
     (out / "window.md").write_text("\n".join(lines) + "\n")
     (out / "window.json").write_text(json.dumps(dict(anchor=anchor, version=version, rows=rows), indent=1))
     print(f"window: wrote {out / 'window.md'}")

@@ -134,6 +134,10 @@ for v in $VERSIONS; do
       env ALERTS_DDL_SECONDS="$ddl_secs" ALERTS_SERVER_LOG="${ALERTS_PGDATA:-/tmp/alerts-pg-$PGPORT}/server.log" \
       target/pyenv/bin/python tests/shell/ddl_load.py
   fi
+  # The search as portable SQL, on a database without the extension: it
+  # is meant for any server, so on every version.
+  step "[pg$v] alerts_portable.search without the extension: rows of 3 clients, plain and by id" \
+    target/pyenv/bin/python tests/shell/portable_search.py
   # The client encoders against this server, and the portable form on a
   # database without the extension (both about the format, not a version).
   if [ "$v" = 15 ]; then
@@ -141,6 +145,9 @@ for v in $VERSIONS; do
       target/pyenv/bin/python tests/shell/clients_diff.py
     step "[pg$v] portable query without the extension; alerts_enable adopts the client's bitmaps" \
       target/pyenv/bin/python tests/shell/portable.py
+    # Debian packages pg_partman for 15 here (scripts/setup.sh)
+    step "[pg$v] pg_partman daily leaves: run_maintenance makes and drops leaves under both search paths" \
+      bash tests/shell/partman.sh
   fi
   # Citus 13.2 builds for 15 here (scripts/citus.sh; the build is cached).
   if [ "$v" = 15 ] && { [ "$QUICK" != 1 ] || [ "${ALERTS_CITUS:-0}" = 1 ]; }; then
