@@ -257,24 +257,38 @@ BEGIN
         entries_sql := format('SELECT a.id, a.attribute_values_bitmap AS b FROM %s a '
                               'WHERE a.organisation_id = $1 AND a.id >= $2 %s ORDER BY a.id DESC LIMIT $4',
                               tab, CASE WHEN cursor_id IS NULL THEN '' ELSE 'AND a.id < $3' END);
-        RETURN QUERY EXECUTE format('SELECT r.* FROM (SELECT e.id FROM (%s) e WHERE %s) c '
-                                    'CROSS JOIN LATERAL (SELECT a.* FROM %s a WHERE a.id = c.id AND %s) r '
-                                    'ORDER BY c.id DESC LIMIT $5', entries_sql, f.bloom_sql, tab, where_rows)
-            USING organisation_id, floor_id, cursor_id, chunk, page_size - found_rows;
-        GET DIAGNOSTICS n = ROW_COUNT;
-        found_rows := found_rows + n;
-        EXIT WHEN found_rows >= page_size;
-        -- not full: where the chunk ended, and how many candidates it held
-        EXECUTE format('SELECT count(*), min(e.id), count(*) FILTER (WHERE %s) FROM (%s) e', f.bloom_sql, entries_sql)
-            INTO entries, low, n USING organisation_id, floor_id, cursor_id, chunk;
-        walked := walked + entries;
-        seen := seen + n;
+        -- after the first chunk (which most pages fill), where the chunk
+        -- ends and how many candidates it holds come first: a chunk with
+        -- none (a rare filter's usual chunk) needs no second statement
+        IF walked > 0 THEN
+            EXECUTE format('SELECT count(*), min(e.id), count(*) FILTER (WHERE %s) FROM (%s) e', f.bloom_sql, entries_sql)
+                INTO entries, low, n USING organisation_id, floor_id, cursor_id, chunk;
+            walked := walked + entries;
+            seen := seen + n;
+        END IF;
+        IF walked = 0 OR n > 0 THEN
+            RETURN QUERY EXECUTE format('SELECT r.* FROM (SELECT e.id FROM (%s) e WHERE %s) c '
+                                        'CROSS JOIN LATERAL (SELECT a.* FROM %s a WHERE a.id = c.id AND %s) r '
+                                        'ORDER BY c.id DESC LIMIT $5', entries_sql, f.bloom_sql, tab, where_rows)
+                USING organisation_id, floor_id, cursor_id, chunk, page_size - found_rows;
+            GET DIAGNOSTICS n = ROW_COUNT;
+            found_rows := found_rows + n;
+            EXIT WHEN found_rows >= page_size;
+        END IF;
+        IF walked = 0 THEN
+            -- the first chunk did not fill the page: where it ended
+            EXECUTE format('SELECT count(*), min(e.id), count(*) FILTER (WHERE %s) FROM (%s) e', f.bloom_sql, entries_sql)
+                INTO entries, low, n USING organisation_id, floor_id, cursor_id, chunk;
+            walked := entries;
+            seen := n;
+        END IF;
         EXIT WHEN entries < chunk;
         cursor_id := low;
         -- rare: the rest of the page from the keys' GIN index once the walk
-        -- so far says filling it would read many more entries
-        IF f.keys_sql IS NOT NULL AND walked >= 1000
-           AND (page_size - found_rows) * walked > 20000 * greatest(found_rows, 1) THEN
+        -- so far says filling it would read many more entries (each chunk
+        -- costs this function a statement; the keys one statement in all)
+        IF f.keys_sql IS NOT NULL AND walked >= 300
+           AND (page_size - found_rows) * walked > 5000 * greatest(found_rows, 0.5) THEN
             RETURN QUERY EXECUTE format('SELECT a.* FROM %s a WHERE %s AND a.id >= $2 AND a.id < $3 AND %s '
                                         'ORDER BY a.id DESC LIMIT $4', tab, where_rows, f.keys_sql)
                 USING organisation_id, floor_id, cursor_id, page_size - found_rows;
