@@ -206,6 +206,10 @@ CREATE OR REPLACE FUNCTION alerts_portable.search(
 ) RETURNS SETOF anyelement
     LANGUAGE plpgsql STABLE ROWS 50
     SET search_path = pg_catalog, pg_temp
+    -- the walk reads its chunk in index order: a chunk that spans most of
+    -- what is left of the window must not become a bitmap scan and a sort
+    -- (the keys' statement turns bitmap scans back on; both end with the call)
+    SET enable_bitmapscan = off
 AS $$
 DECLARE
     relid oid;
@@ -289,6 +293,7 @@ BEGIN
         -- costs this function a statement; the keys one statement in all)
         IF f.keys_sql IS NOT NULL AND walked >= 300
            AND (page_size - found_rows) * walked > 5000 * greatest(found_rows, 0.5) THEN
+            PERFORM set_config('enable_bitmapscan', 'on', true);
             RETURN QUERY EXECUTE format('SELECT a.* FROM %s a WHERE %s AND a.id >= $2 AND a.id < $3 AND %s '
                                         'ORDER BY a.id DESC LIMIT $4', tab, where_rows, f.keys_sql)
                 USING organisation_id, floor_id, cursor_id, page_size - found_rows;
