@@ -16,7 +16,7 @@ cd "$(dirname "$0")/../.."
 . tests/shell/lib.sh
 out=${1:?usage: regress.sh OUTDIR [SCHEDULE]}
 schedule=${2:-tests/schedule}
-LANE1=(search partitioned repeated_ids)
+LANE1=(search partitioned partitioned_changes repeated_ids)
 
 regress() {  # regress DB OUTDIR SCHEDULE...
   local db=$1 dir=$2; shift 2
