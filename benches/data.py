@@ -65,13 +65,20 @@ def declare_near(db, table):
 LAYOUT_METHODS = ["gin", "gin_all", "ext_ios", "search_cold", "search"]
 
 
-def build_layout(db, layout, anchor):
-    spec = LAYOUTS[layout]
-    t = spec["table"]
+def _built(db, t, anchor):
+    """Whether table `t` was built for this anchor (its comment says so),
+    by an earlier run on this database: then it is reused."""
     done = psql(db, f"SELECT obj_description(to_regclass({lit(t)}), 'pg_class') = {lit('bench ' + anchor)}")
     if done and done[0][0] == "t":
         print(f"bench: reusing {t}")
-        _all_visible(db, t)
+        return True
+    return False
+
+
+def build_layout(db, layout, anchor):
+    spec = LAYOUTS[layout]
+    t = spec["table"]
+    if _built(db, t, anchor):
         return
     t0 = time.time()
     if "interval" in spec:
@@ -135,9 +142,7 @@ PORTABLE_TABLE = "alerts_portable_copy"
 
 def portable_copy(db, anchor):
     t = PORTABLE_TABLE
-    done = psql(db, f"SELECT obj_description(to_regclass({lit(t)}), 'pg_class') = {lit('bench ' + anchor)}")
-    if done and done[0][0] == "t":
-        print(f"bench: reusing {t}")
+    if _built(db, t, anchor):
         _all_visible(db, t)
         return
     t0 = time.time()

@@ -225,6 +225,8 @@ DECLARE
     entries integer;
     low text;
     entries_sql text;
+    chunk_sql text;
+    rows_first boolean;
     seen bigint := 0;
     n bigint;
 BEGIN
@@ -264,13 +266,15 @@ BEGIN
         -- after the first chunk (which most pages fill), where the chunk
         -- ends and how many candidates it holds come first: a chunk with
         -- none (a rare filter's usual chunk) needs no second statement
-        IF walked > 0 THEN
-            EXECUTE format('SELECT count(*), min(e.id), count(*) FILTER (WHERE %s) FROM (%s) e', f.bloom_sql, entries_sql)
-                INTO entries, low, n USING organisation_id, floor_id, cursor_id, chunk;
+        chunk_sql := format('SELECT count(*), min(e.id), count(*) FILTER (WHERE %s) FROM (%s) e',
+                            f.bloom_sql, entries_sql);
+        rows_first := walked = 0;
+        IF NOT rows_first THEN
+            EXECUTE chunk_sql INTO entries, low, n USING organisation_id, floor_id, cursor_id, chunk;
             walked := walked + entries;
             seen := seen + n;
         END IF;
-        IF walked = 0 OR n > 0 THEN
+        IF rows_first OR n > 0 THEN
             RETURN QUERY EXECUTE format('SELECT r.* FROM (SELECT e.id FROM (%s) e WHERE %s) c '
                                         'CROSS JOIN LATERAL (SELECT a.* FROM %s a WHERE a.id = c.id AND %s) r '
                                         'ORDER BY c.id DESC LIMIT $5', entries_sql, f.bloom_sql, tab, where_rows)
@@ -279,12 +283,11 @@ BEGIN
             found_rows := found_rows + n;
             EXIT WHEN found_rows >= page_size;
         END IF;
-        IF walked = 0 THEN
+        IF rows_first THEN
             -- the first chunk did not fill the page: where it ended
-            EXECUTE format('SELECT count(*), min(e.id), count(*) FILTER (WHERE %s) FROM (%s) e', f.bloom_sql, entries_sql)
-                INTO entries, low, n USING organisation_id, floor_id, cursor_id, chunk;
-            walked := entries;
-            seen := n;
+            EXECUTE chunk_sql INTO entries, low, n USING organisation_id, floor_id, cursor_id, chunk;
+            walked := walked + entries;
+            seen := seen + n;
         END IF;
         EXIT WHEN entries < chunk;
         cursor_id := low;
