@@ -155,11 +155,13 @@ def write_table_writes(lines, writes, sz, meta, path):
     if writes:
         wr = meta.get("write_rounds", 1)
         sync = f", synchronous_commit {meta['synchronous_commit']}" if meta.get("synchronous_commit") else ""
-        lines += ["", f"Write path (INSERT of one alert, -M prepared{sync}, {meta.get('write_seconds', '?')} s a cell"
+        batch = meta.get("write_batch", 1)
+        what = "one alert" if batch == 1 else f"{batch} alerts in one statement"
+        lines += ["", f"Write path (INSERT of {what}, -M prepared{sync}, {meta.get('write_seconds', '?')} s a cell"
                   + (f", {wr} rounds with the variants taking turns, medians" if wr > 1 else "") + "):", "",
-                  "| variant | clients | rows/s | p95 ms | ratio to no bitmap |", "|---|---|---|---|---|"]
+                  "| variant | clients | rows/s | p95 ms | p99 ms | ratio to no bitmap |", "|---|---|---|---|---|---|"]
     for w in writes:
-        lines.append(f"| {w['variant']} | {w['clients']} | {w['tps']:.0f} | {w['p95']:.3f} | {w['ratio_to_no_bitmap']:.2f} |")
+        lines.append(f"| {w['variant']} | {w['clients']} | {w['tps']:.0f} | {w['p95']:.3f} | {w.get('p99', float('nan')):.3f} | {w['ratio_to_no_bitmap']:.2f} |")
     if sz:
         lines += ["", "Sizes:", "", "| relation | size |", "|---|---|"]
     for k, v in sz.items():

@@ -35,6 +35,8 @@ def main():
     ap.add_argument("--size", choices=SIZES, default="smoke")
     ap.add_argument("--seconds", type=float, default=None, help="pgbench -T per cell (default 1 smoke, 5 otherwise)")
     ap.add_argument("--write-seconds", type=float, default=None)
+    ap.add_argument("--write-batch", type=int, default=1,
+                    help="rows a write-path INSERT adds (one statement, one transaction)")
     ap.add_argument("--write-rounds", type=int, default=1,
                     help="the write variants take turns this many times; rows/s and p95 are each variant's medians")
     ap.add_argument("--transactions", type=int, default=None,
@@ -172,12 +174,12 @@ def main():
                   and x["method"] == "gin"), None)
         r["ratio_p95_to_gin"] = r["p95"] / g["p95"] if g and g["p95"] else float("nan")
 
-    writes = [] if args.skip_write else write_bench(db, wseconds, work, args.write_rounds)
+    writes = [] if args.skip_write else write_bench(db, wseconds, work, args.write_rounds, args.write_batch)
     sz = sizes(db) if not layout else layout_sizes(db, table)
     shutil.rmtree(work, ignore_errors=True)
 
     meta = dict(size=args.size, layout=args.layout, mode="connect" if args.new_connections else "prepared", bitmap_bits=common.BITS, writes_only=args.writes_only, anchor=anchor, seconds_per_cell=seconds, rounds=args.rounds, transactions_per_cell=args.transactions,
-                write_seconds=wseconds, write_rounds=args.write_rounds,
+                write_seconds=wseconds, write_rounds=args.write_rounds, write_batch=args.write_batch,
                 synchronous_commit=psql(db, "SHOW synchronous_commit")[0][0] if not args.synchronous_commit
                 else args.synchronous_commit,
                 cpu=os.cpu_count(),

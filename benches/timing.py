@@ -118,8 +118,10 @@ WRITE_VARIANTS = {
 }
 
 
-def write_bench(db, seconds, workdir, rounds=1):
-    """One-row INSERTs into an empty table per variant, 1 and 8 clients.
+def write_bench(db, seconds, workdir, rounds=1, batch=1):
+    """INSERTs of `batch` rows (one statement, one transaction) into an
+    empty table per variant, 1 and 8 clients; rows/s counts rows, the
+    latencies are the statement's.
     With rounds > 1 the variants take turns (each round in a rotated order,
     each cell's table emptied first), and a variant's rows/s and p95 are the
     medians of its rounds: one 10-second cell per variant moved ratios by
@@ -159,9 +161,10 @@ def write_bench(db, seconds, workdir, rounds=1):
             ddl.append(f"CREATE INDEX ON {t} USING rum (tags rum_anyarray_addon_ops, created_at) "
                        "WITH (attach = 'created_at', to = 'tags')")
         psql(db, "; ".join(ddl))
-        sql = ("\\set k random(1, 10000)\n"
+        sql = (f"\\set k random(1, {10001 - batch})\n"
                f"INSERT INTO {t} (id, organisation_id, created_at, priority_id, attribute_values, tags) "
-               "SELECT alerts_ulid(), organisation_id, clock_timestamp(), 3, attribute_values, tags FROM w_pool WHERE k = :k")
+               "SELECT alerts_ulid(), organisation_id, clock_timestamp(), 3, attribute_values, tags FROM w_pool "
+               + ("WHERE k = :k" if batch == 1 else f"WHERE k BETWEEN :k AND :k + {batch - 1}"))
         variants.append((label, t, sql))
     cells = {}  # (label, clients) -> [summary per round]
     for r in range(rounds):
@@ -176,8 +179,9 @@ def write_bench(db, seconds, workdir, rounds=1):
         for clients in (1, 8):
             runs = cells[(label, clients)]
             r = {k: statistics.median(x[k] for x in runs) for k in runs[0]}
+            r["tps"] *= batch  # rows, not statements
             results.append(dict(variant=label, clients=clients, **r))
-            print(f"  write {label:18s} {clients} client(s): {r['tps']:8.0f} rows/s  p95 {r['p95']:.3f} ms"
+            print(f"  write {label:18s} {clients} client(s): {r['tps']:8.0f} rows/s  p95 {r['p95']:.3f}  p99 {r['p99']:.3f} ms"
                   + ("  (rounds: " + ", ".join(f"{x['tps']:.0f}" for x in runs) + ")" if rounds > 1 else ""),
                   flush=True)
         psql(db, f"DROP TABLE IF EXISTS {t}")

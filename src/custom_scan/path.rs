@@ -187,6 +187,7 @@ unsafe fn offer(
             None => Default::default(),
         };
         let (implied_lower, implied_upper) = (&implied.lower, &implied.upper);
+        let times = super::window::tested((*rel).baserestrictinfo, rti);
         let ascending = id_order(root, rel, rti, &cols)?;
         // A row whose id is NULL can match, and a search never returns it
         // (its window is a range of ids): offered only where no such row
@@ -268,6 +269,7 @@ unsafe fn offer(
             attrs: cols.attrs,
             implied_lower: implied_lower.len(),
             implied_upper: implied_upper.len(),
+            times: times.iter().map(|&(attno, op, _)| (attno, op)).collect(),
         };
         let mut exprs: *mut pg_sys::List = std::ptr::null_mut();
         let mut push = |e: *mut std::ffi::c_void| exprs = pg_sys::lappend(exprs, e);
@@ -290,6 +292,9 @@ unsafe fn offer(
             push(c.value.cast());
         }
         for &e in implied_lower.iter().chain(implied_upper) {
+            push(e.cast());
+        }
+        for &(_, _, e) in &times {
             push(e.cast());
         }
         for &rinfo in &found.held {

@@ -1,7 +1,7 @@
 //! What a plan of the node carries: its `custom_exprs` in order (the
 //! tenant, the attribute conditions, the lower and upper bounds on `id`, the
 //! query's `LIMIT` and `OFFSET`, the column values, the bounds implied by
-//! a declared time column, the containments the
+//! a declared time column, the time bounds it tests, the containments the
 //! node tests itself), described by a list of
 //! integers in `custom_private` (beside the partitions the plan read).
 //! Written by the planner (`path.rs`, `plan.rs`), read by the executor
@@ -55,6 +55,9 @@ pub struct Shape {
     /// then upper; a NULL one bounds nothing.
     pub implied_lower: usize,
     pub implied_upper: usize,
+    /// Quals on `timestamptz` columns the node's direct walk tests too
+    /// (`window::tested`), after the implied bounds: (column, operator).
+    pub times: Vec<(AttrNumber, i32)>,
 }
 
 impl Shape {
@@ -76,6 +79,8 @@ impl Shape {
         v.push(self.reader as i32);
         v.extend([self.held as i32, self.attrs as i32]);
         v.extend([self.implied_lower as i32, self.implied_upper as i32]);
+        v.push(self.times.len() as i32);
+        v.extend(self.times.iter().flat_map(|&(a, op)| [a as i32, op]));
         v
     }
 
@@ -102,6 +107,11 @@ impl Shape {
             attrs: rest[11 + 2 * rest[4] as usize] as AttrNumber,
             implied_lower: rest[12 + 2 * rest[4] as usize] as usize,
             implied_upper: rest[13 + 2 * rest[4] as usize] as usize,
+            times: rest[15 + 2 * rest[4] as usize..]
+                .chunks(2)
+                .take(rest[14 + 2 * rest[4] as usize] as usize)
+                .map(|c| (c[0] as AttrNumber, c[1]))
+                .collect(),
         }
     }
 

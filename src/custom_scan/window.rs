@@ -188,6 +188,53 @@ pub struct Implied {
     pub used: Vec<*mut pg_sys::RestrictInfo>,
 }
 
+/// A qual `column op value` on a `timestamptz` column of range table
+/// entry `varno` (either side; `value` computable at the node's start):
+/// (the column, the value, the operator as if the column were on the
+/// left).
+///
+/// # Safety
+/// `rinfo` is a planner node, read only.
+unsafe fn time_qual(
+    rinfo: *mut pg_sys::RestrictInfo,
+    varno: u32,
+) -> Option<(AttrNumber, *mut pg_sys::Node, u32)> {
+    // SAFETY: as the caller's.
+    unsafe {
+        let clause = (*rinfo).clause.cast::<pg_sys::Node>();
+        if (*rinfo).pseudoconstant || (*clause).type_ != pg_sys::NodeTag::T_OpExpr {
+            return None;
+        }
+        let op = clause.cast::<pg_sys::OpExpr>();
+        let args: Vec<_> = pg_list::ptrs::<pg_sys::Node>((*op).args).collect();
+        let [a, b] = args[..] else { return None };
+        // the operators are timestamptz's: a column of this entry is one
+        let column = |n: *mut pg_sys::Node| {
+            ((*n).type_ == pg_sys::NodeTag::T_Var)
+                .then(|| n.cast::<pg_sys::Var>())
+                .filter(|&v| (*v).varno as u32 == varno && (*v).varlevelsup == 0)
+                .map(|v| (*v).varattno)
+                .filter(|&attno| attno > 0)
+        };
+        let opno = u32::from((*op).opno);
+        if !matches!(opno, TS_EQ | TS_LT | TS_LE | TS_GT | TS_GE) {
+            return None;
+        }
+        if let Some(attno) = column(a).filter(|_| super::quals::computable(b)) {
+            return Some((attno, b, opno));
+        }
+        let attno = column(b).filter(|_| super::quals::computable(a))?;
+        let commuted = match opno {
+            TS_LT => TS_GT,
+            TS_LE => TS_GE,
+            TS_GT => TS_LT,
+            TS_GE => TS_LE,
+            other => other,
+        };
+        Some((attno, a, commuted))
+    }
+}
+
 /// The bounds on `id` the scan's quals on the declared time column imply.
 ///
 /// # Safety
@@ -198,49 +245,64 @@ pub unsafe fn implied(clauses: *mut pg_sys::List, varno: u32, declared: &Declare
     // SAFETY: planner nodes, read only; new nodes in the current memory.
     unsafe {
         for rinfo in pg_list::ptrs::<pg_sys::RestrictInfo>(clauses) {
-            let clause = (*rinfo).clause.cast::<pg_sys::Node>();
-            if (*rinfo).pseudoconstant || (*clause).type_ != pg_sys::NodeTag::T_OpExpr {
+            let Some((attno, value, opno)) = time_qual(rinfo, varno) else {
+                continue;
+            };
+            if attno != declared.time {
                 continue;
             }
-            let op = clause.cast::<pg_sys::OpExpr>();
-            let args: Vec<_> = pg_list::ptrs::<pg_sys::Node>((*op).args).collect();
-            let [a, b] = args[..] else { continue };
-            let is_time = |n: *mut pg_sys::Node| {
-                (*n).type_ == pg_sys::NodeTag::T_Var && {
-                    let v = n.cast::<pg_sys::Var>();
-                    (*v).varno as u32 == varno
-                        && (*v).varlevelsup == 0
-                        && (*v).varattno == declared.time
-                }
-            };
-            let opno = u32::from((*op).opno);
-            // (value, operator as if the column were on the left)
-            let (value, opno) = if is_time(a) && super::quals::computable(b) {
-                (b, opno)
-            } else if is_time(b) && super::quals::computable(a) {
-                let commuted = match opno {
-                    TS_LT => TS_GT,
-                    TS_LE => TS_GE,
-                    TS_GT => TS_LT,
-                    TS_GE => TS_LE,
-                    other => other,
-                };
-                (a, commuted)
-            } else {
-                continue;
-            };
             if matches!(opno, TS_GE | TS_GT | TS_EQ) {
                 found.lower.push(bound(value, declared, false));
             }
             if matches!(opno, TS_LE | TS_LT | TS_EQ) {
                 found.upper.push(bound(value, declared, true));
             }
-            if matches!(opno, TS_GE | TS_GT | TS_EQ | TS_LE | TS_LT) {
-                found.used.push(rinfo);
-            }
+            found.used.push(rinfo);
         }
     }
     found
+}
+
+/// The quals on `timestamptz` columns the node tests too, in its direct
+/// walk (`search::TimeBound`), declared or not: (the column, the
+/// comparison as an integer of [`time_bound`], the value). The executor
+/// tests each still; the walk drops a row outside the window before it
+/// becomes a page's row, and a page that cannot fill ends the search
+/// instead of reading on through the tenant's history.
+///
+/// # Safety
+/// As [`implied`]'s.
+pub unsafe fn tested(
+    clauses: *mut pg_sys::List,
+    varno: u32,
+) -> Vec<(AttrNumber, i32, *mut pg_sys::Node)> {
+    // SAFETY: as the caller's.
+    unsafe {
+        pg_list::ptrs::<pg_sys::RestrictInfo>(clauses)
+            .filter_map(|rinfo| time_qual(rinfo, varno))
+            .map(|(attno, value, opno)| (attno, opno as i32, value))
+            .collect()
+    }
+}
+
+/// The bound a qual tested by the node keeps: its column `attno`, its
+/// operator `opno` (from [`tested`]) and the value computed, in
+/// microseconds.
+pub fn time_bound(attno: AttrNumber, opno: i32, value: i64) -> crate::search::TimeBound {
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    let (keep, or_equal) = match opno as u32 {
+        TS_LT => (Less, false),
+        TS_LE => (Less, true),
+        TS_GT => (Greater, false),
+        TS_GE => (Greater, true),
+        _ => (Equal, true),
+    };
+    crate::search::TimeBound {
+        attno,
+        keep,
+        or_equal,
+        value,
+    }
 }
 
 /// `alerts_ulid_bound(value, tolerance, upper, constraint)`.

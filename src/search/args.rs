@@ -8,7 +8,7 @@ use alerts_core::{ulid, Filter};
 use pgrx::pg_sys::{self, Datum, Oid};
 use pgrx::PgSqlErrorCode;
 
-use super::call::{Ascending, Call};
+use super::call::{Ascending, Call, TimeBound};
 use super::indexes::Indexes;
 use super::spi::cstr_owned;
 use crate::datum::{error, text_datum};
@@ -52,6 +52,9 @@ pub struct Args<'a> {
     /// tests it in its exact check; other routes leave it to the scan
     /// (`Page::whole_checked`). Empty from `alerts_search`.
     pub whole: &'a [String],
+    /// The query's bounds on time columns, which the direct walk tests
+    /// too (`TimeBound`): the custom scan's. Empty from `alerts_search`.
+    pub times: &'a [TimeBound],
 }
 
 impl<'a> Args<'a> {
@@ -93,6 +96,7 @@ impl<'a> Args<'a> {
             ascending: None,
             pinned: None,
             whole: &[],
+            times: &[],
         }
     }
 
@@ -122,6 +126,7 @@ impl<'a> Args<'a> {
             ids_bytewise: indexes.direct.is_some_and(|l| l.cols.ids_bytewise()),
             ascending: self.ascending,
             whole: self.whole,
+            times: self.times,
         }
     }
 }

@@ -5,7 +5,7 @@
 use alerts_core::keys::week_bound;
 use alerts_core::walk::RarePaths;
 use alerts_core::Filter;
-use pgrx::pg_sys::{self, Datum};
+use pgrx::pg_sys::{self, AttrNumber, Datum};
 
 use super::{spi, trace};
 
@@ -41,6 +41,37 @@ pub struct Call<'a> {
     pub ascending: Option<Ascending>,
     /// Keys where the exact check refuses an array (`Args::whole`).
     pub whole: &'a [String],
+    /// Bounds on time columns the direct walk tests (`Args::times`).
+    pub times: &'a [TimeBound],
+}
+
+/// A query's bound on a `timestamptz` column of the rows' type
+/// (`created_at >= now() - interval '30 days'`), from the custom scan:
+/// the direct walk tests it in its exact check, so that a row outside it
+/// is dropped before it becomes a page's row, and a page that cannot fill
+/// ends the search. The executor still tests the qual itself: a route
+/// that does not test it (a statement) only returns rows it drops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimeBound {
+    /// The column, numbered as in the rows' type.
+    pub attno: AttrNumber,
+    /// How the column compares with `value` for the row to be kept.
+    pub keep: std::cmp::Ordering,
+    /// Kept also when equal (`>=`, `<=`, `=`).
+    pub or_equal: bool,
+    /// The bound's microseconds (timestamptz's own representation, whose
+    /// comparison is the integers').
+    pub value: i64,
+}
+
+impl TimeBound {
+    /// Whether a row whose column holds `t` (None: NULL) passes the bound.
+    pub fn admits(&self, t: Option<i64>) -> bool {
+        t.is_some_and(|t| {
+            let o = t.cmp(&self.value);
+            o == self.keep || (self.or_equal && o.is_eq())
+        })
+    }
 }
 
 impl Call<'_> {

@@ -73,7 +73,7 @@ use pgrx::PgSqlErrorCode;
 use crate::datum::error;
 pub use args::Args;
 use args::{checked_args, same_columns_as_planned};
-pub use call::Ascending;
+pub use call::{Ascending, TimeBound};
 pub use index_shape::IndexShape;
 pub use indexes::{register_callbacks, relcache_epoch};
 pub use layout::{columns, heap_table, Columns};

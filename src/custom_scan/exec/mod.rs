@@ -82,6 +82,8 @@ pub struct Run {
     compiled: Option<Filter>,
     /// The column filter the column quals imply, compiled.
     columns: Option<(Datum, crate::columns::Columns)>,
+    /// The query's time bounds, which the direct walk tests too.
+    times: Vec<crate::search::TimeBound>,
     /// The window: ids in `[floor, before)`; `before` None on a first page.
     /// Oldest first, `before` stays the query's upper bound and the pages
     /// start above `after`, the last page's last id.
@@ -177,6 +179,7 @@ unsafe extern "C-unwind" fn begin(
             filter: Datum::from(0usize),
             compiled: None,
             columns: None,
+            times: Vec::new(),
             floor: Vec::new(),
             before: None,
             after: None,
@@ -352,6 +355,7 @@ impl Run {
                 spare: self.wanted - self.size,
                 pinned: self.tree.as_deref(),
                 whole: self.whole.as_deref().unwrap_or(&[]),
+                times: &self.times,
                 ..crate::search::Args::new(
                     (self.relid, self.rowtype),
                     text(&self.org),

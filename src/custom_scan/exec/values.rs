@@ -222,6 +222,16 @@ impl Run {
             let (implied_lower, implied_upper) = implied.split_at(shape.implied_lower);
             lower.extend(implied_lower.iter().flatten());
             upper.extend(implied_upper.iter().flatten());
+            // the time bounds the direct walk tests too: a NULL value makes
+            // its qual NULL, no row
+            let mut times = Vec::with_capacity(shape.times.len());
+            for &(attno, op) in &shape.times {
+                let Some(Some(value)) = at.next() else {
+                    return false;
+                };
+                times.push(super::super::window::time_bound(attno, op, value.value() as i64));
+            }
+            self.times = times;
             self.columns = (!columns.is_empty()).then(|| {
                 let d = jsonb_datum(&serde_json::Value::Object(columns).to_string());
                 let table = crate::datum::cstr_owned(pg_sys::get_rel_name(self.relid));

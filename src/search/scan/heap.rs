@@ -6,6 +6,7 @@ use pgrx::pg_sys::{self, AttrNumber, Datum};
 
 use super::IndexWalk;
 use crate::columns::Columns;
+use crate::search::call::TimeBound;
 use crate::search::page::Page;
 use crate::search::spi::cstr_owned;
 use crate::unguarded::{self, guarded};
@@ -98,9 +99,39 @@ impl IndexWalk<'_> {
         self.checked.1 += u64::from(matched);
     }
 
-    /// The largest column number the column filter reads (0: none).
+    /// The largest column number the column filter and the time bounds
+    /// read (0: none).
     pub(super) fn last_column(&self) -> AttrNumber {
-        self.columns().map_or(0, |c| c.last)
+        let times = self.times().iter().map(|t| t.attno).max().unwrap_or(0);
+        self.columns().map_or(0, |c| c.last).max(times)
+    }
+
+    /// The query's time bounds, numbered as this relation's columns: the
+    /// rows' type's when it is this relation, else each column found by
+    /// its name (a bound whose column this relation numbers otherwise or
+    /// has not as a `timestamptz` is left to the executor, which tests
+    /// every bound anyway).
+    fn times(&self) -> &[TimeBound] {
+        // SAFETY: the relations are open; catalog lookups only.
+        unsafe {
+            if self.times.is_empty() || self.rows_of == (*self.heap).rd_id {
+                return self.times;
+            }
+            self.own_times.get_or_init(|| {
+                let here = (*self.heap).rd_id;
+                let own = |t: &TimeBound| {
+                    let name = pg_sys::get_attname(self.rows_of, t.attno, true);
+                    if name.is_null() {
+                        return None;
+                    }
+                    let attno = pg_sys::get_attnum(here, name);
+                    let fits = attno > 0
+                        && pg_sys::get_atttype(here, attno) == pg_sys::TIMESTAMPTZOID;
+                    fits.then_some(TimeBound { attno, ..*t })
+                };
+                self.times.iter().filter_map(own).collect()
+            })
+        }
     }
 
     /// The column filter, compiled against this relation's columns: the
@@ -133,15 +164,18 @@ impl IndexWalk<'_> {
         }
     }
 
-    /// Whether the slot's row passes the column filter.
+    /// Whether the slot's row passes the time bounds and the column filter.
     ///
     /// # Safety
     /// The slot's row is deformed up to [`IndexWalk::last_column`].
     pub(super) unsafe fn columns_match(&self) -> bool {
         let slot = self.slot;
-        // SAFETY: as the caller's.
-        self.columns()
-            .is_none_or(|c| unsafe { c.matches(|_, attno| slot_column(slot, attno)) })
+        // SAFETY: as the caller's; a timestamptz datum is its integer.
+        let time = |attno| unsafe { slot_column(slot, attno).map(|d| d.value() as i64) };
+        self.times().iter().all(|t| t.admits(time(t.attno)))
+            && self
+                .columns()
+                .is_none_or(|c| unsafe { c.matches(|_, attno| slot_column(slot, attno)) })
     }
 
     /// Adds the slot's row to the page, as the rows' type.

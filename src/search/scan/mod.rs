@@ -58,6 +58,11 @@ pub struct IndexWalk<'a> {
     filter: &'a Filter,
     /// Keys where the exact check refuses an array (`Call::whole`).
     whole: &'a [String],
+    /// The query's time bounds (`Call::times`), and the same numbered as
+    /// this relation's columns when it is not the rows' type (decided on
+    /// the first candidate checked, as `own_columns` is).
+    times: &'a [super::call::TimeBound],
+    own_times: OnceCell<Vec<super::call::TimeBound>>,
     /// Candidates checked exactly and those that matched, for the trace
     /// (counted here, told once at `end`).
     checked: (u64, u64),
@@ -153,6 +158,8 @@ impl<'a> IndexWalk<'a> {
                 layout,
                 filter,
                 whole: call.whole,
+                times: call.times,
+                own_times: OnceCell::new(),
                 checked: (0, 0),
                 columns: columns.zip(call.columns),
                 own_columns: OnceCell::new(),
