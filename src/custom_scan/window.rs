@@ -25,6 +25,7 @@
 use pgrx::pg_sys::{self, AttrNumber, Oid};
 
 use crate::pg_list;
+use crate::search::constraints::{self, Near};
 use crate::search::Columns;
 
 /// timestamptz's `=`, `<`, `<=`, `>`, `>=` (`pg_operator.dat`).
@@ -59,10 +60,15 @@ pub unsafe fn declared(rel: pg_sys::Relation, cols: &Columns) -> Option<Declared
         }
         for (name, node) in crate::compat::holding_checks(rel) {
             let mut found = None;
-            conjuncts(node, &mut |n| {
-                found = found.or_else(|| near_call(n, (*rel).rd_att, cols))
+            constraints::conjuncts(node, &mut |n| {
+                found = found.or_else(|| constraints::near_call(n, cols.id))
             });
-            let Some((time, within, near_fn)) = found else {
+            let Some(Near {
+                time,
+                within,
+                func: near_fn,
+            }) = found
+            else {
                 continue;
             };
             let relid = (*rel).rd_id;
@@ -78,74 +84,6 @@ pub unsafe fn declared(rel: pg_sys::Relation, cols: &Columns) -> Option<Declared
             }
         }
         None
-    }
-}
-
-/// Calls `f` on each conjunct at the top of `node` (an `AND` read through).
-///
-/// # Safety
-/// `node` is an expression tree.
-unsafe fn conjuncts(node: *mut pg_sys::Node, f: &mut dyn FnMut(*mut pg_sys::Node)) {
-    // SAFETY: nodes read only.
-    unsafe {
-        if (*node).type_ == pg_sys::NodeTag::T_BoolExpr {
-            let b = node.cast::<pg_sys::BoolExpr>();
-            if (*b).boolop == pg_sys::BoolExprType::AND_EXPR {
-                for arg in pg_list::ptrs::<pg_sys::Node>((*b).args) {
-                    conjuncts(arg, f);
-                }
-                return;
-            }
-        }
-        f(node)
-    }
-}
-
-/// `alerts_ulid_near(id, column, interval constant)` with `column` a
-/// `timestamptz` column: (its number, the tolerance, the function).
-///
-/// # Safety
-/// `node` is an expression node of a constraint of a table of `desc`.
-unsafe fn near_call(
-    node: *mut pg_sys::Node,
-    desc: pg_sys::TupleDesc,
-    cols: &Columns,
-) -> Option<(AttrNumber, (i64, i32, i32), Oid)> {
-    // SAFETY: nodes read only; an interval constant points at its value.
-    unsafe {
-        if (*node).type_ != pg_sys::NodeTag::T_FuncExpr {
-            return None;
-        }
-        let f = node.cast::<pg_sys::FuncExpr>();
-        let name = pg_sys::get_func_name((*f).funcid);
-        if name.is_null()
-            || std::ffi::CStr::from_ptr(name).to_bytes() != b"alerts_ulid_near"
-            || !crate::overloads::language_is_c((*f).funcid)
-        {
-            return None;
-        }
-        let args: Vec<_> = pg_list::ptrs::<pg_sys::Node>((*f).args).collect();
-        let [id, time, within] = args[..] else {
-            return None;
-        };
-        let column = |n: *mut pg_sys::Node| {
-            let n = crate::search::constraints::strip_relabel(n);
-            ((*n).type_ == pg_sys::NodeTag::T_Var).then(|| (*n.cast::<pg_sys::Var>()).varattno)
-        };
-        let time = column(time)?;
-        if column(id)? != cols.id
-            || time <= 0
-            || crate::compat::attribute(desc, time.into()).atttypid != pg_sys::TIMESTAMPTZOID
-            || (*within).type_ != pg_sys::NodeTag::T_Const
-        {
-            return None;
-        }
-        let c = within.cast::<pg_sys::Const>();
-        if (*c).consttype != pg_sys::INTERVALOID || (*c).constisnull {
-            return None;
-        }
-        let iv = &*(*c).constvalue.cast_mut_ptr::<pg_sys::Interval>();
-        Some((time, (iv.time, iv.day, iv.month), (*f).funcid))
     }
 }
 

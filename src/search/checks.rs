@@ -157,55 +157,47 @@ unsafe fn read(leaf: Oid) -> (Vec<Bound>, Oid) {
 }
 
 /// The bounds on `id` among the conjuncts of `node` (an `AND` read
-/// through).
+/// through, `constraints::conjuncts`).
 ///
 /// # Safety
 /// `node` is an expression tree of a constraint.
 unsafe fn conjuncts(node: *mut pg_sys::Node, (id, collation): (i16, Oid), out: &mut Vec<Bound>) {
     // SAFETY: as the caller's; nodes read only.
     unsafe {
-        match (*node).type_ {
-            pg_sys::NodeTag::T_BoolExpr => {
-                let b = node.cast::<pg_sys::BoolExpr>();
-                if (*b).boolop == pg_sys::BoolExprType::AND_EXPR {
-                    for arg in crate::pg_list::ptrs::<pg_sys::Node>((*b).args) {
-                        conjuncts(arg, (id, collation), out);
-                    }
+        super::constraints::conjuncts(node, &mut |node| {
+            if (*node).type_ != pg_sys::NodeTag::T_OpExpr {
+                return;
+            }
+            let op = node.cast::<pg_sys::OpExpr>();
+            let args = (*op).args;
+            let (2, Some(a), Some(b)) = (
+                crate::pg_list::len(args),
+                crate::pg_list::nth::<pg_sys::Node>(args, 0),
+                crate::pg_list::nth::<pg_sys::Node>(args, 1),
+            ) else {
+                return;
+            };
+            if (*op).inputcollid != collation {
+                return;
+            }
+            let opno = u32::from((*op).opno);
+            let found = match (
+                is_id(a, id),
+                text_constant(b),
+                is_id(b, id),
+                text_constant(a),
+            ) {
+                (true, Some(value), _, _) => Some((opno, value)),
+                (_, _, true, Some(value)) => commuted(opno).map(|o| (o, value)),
+                _ => None,
+            };
+            if let Some((op, value)) = found {
+                if matches!(op, TEXT_EQ | TEXT_LT | TEXT_LE | TEXT_GT | TEXT_GE) {
+                    let xmin = pg_sys::InvalidTransactionId;
+                    out.push(Bound { op, value, xmin });
                 }
             }
-            pg_sys::NodeTag::T_OpExpr => {
-                let op = node.cast::<pg_sys::OpExpr>();
-                let args = (*op).args;
-                let (2, Some(a), Some(b)) = (
-                    crate::pg_list::len(args),
-                    crate::pg_list::nth::<pg_sys::Node>(args, 0),
-                    crate::pg_list::nth::<pg_sys::Node>(args, 1),
-                ) else {
-                    return;
-                };
-                if (*op).inputcollid != collation {
-                    return;
-                }
-                let opno = u32::from((*op).opno);
-                let found = match (
-                    is_id(a, id),
-                    text_constant(b),
-                    is_id(b, id),
-                    text_constant(a),
-                ) {
-                    (true, Some(value), _, _) => Some((opno, value)),
-                    (_, _, true, Some(value)) => commuted(opno).map(|o| (o, value)),
-                    _ => None,
-                };
-                if let Some((op, value)) = found {
-                    if matches!(op, TEXT_EQ | TEXT_LT | TEXT_LE | TEXT_GT | TEXT_GE) {
-                        let xmin = pg_sys::InvalidTransactionId;
-                        out.push(Bound { op, value, xmin });
-                    }
-                }
-            }
-            _ => {}
-        }
+        });
     }
 }
 

@@ -1,9 +1,10 @@
 //! What the catalogs say of a table's constraints, for the readers of
 //! bounds (`checks.rs`, `near.rs`, `custom_scan/window.rs`): which row
-//! wrote a constraint and whether it holds, bytewise collations, and
-//! expressions seen through their relabelling.
+//! wrote a constraint and whether it holds, bytewise collations,
+//! expressions seen through their relabelling, a constraint's conjuncts,
+//! and the declaration `alerts_ulid_near(id, time, tolerance)` among them.
 
-use pgrx::pg_sys::{self, Datum, Oid};
+use pgrx::pg_sys::{self, AttrNumber, Datum, Oid};
 
 use crate::unguarded;
 
@@ -58,5 +59,98 @@ pub(crate) unsafe fn strip_relabel(mut node: *mut pg_sys::Node) -> *mut pg_sys::
             node = (*node.cast::<pg_sys::RelabelType>()).arg.cast();
         }
         node
+    }
+}
+
+/// Calls `f` on each conjunct at the top of `node` (an `AND` read
+/// through).
+///
+/// # Safety
+/// `node` is an expression tree.
+pub(crate) unsafe fn conjuncts(node: *mut pg_sys::Node, f: &mut dyn FnMut(*mut pg_sys::Node)) {
+    // SAFETY: nodes read only.
+    unsafe {
+        if (*node).type_ == pg_sys::NodeTag::T_BoolExpr {
+            let b = node.cast::<pg_sys::BoolExpr>();
+            if (*b).boolop == pg_sys::BoolExprType::AND_EXPR {
+                for arg in crate::pg_list::ptrs::<pg_sys::Node>((*b).args) {
+                    conjuncts(arg, f);
+                }
+                return;
+            }
+        }
+        f(node)
+    }
+}
+
+/// A declaration of how ids follow a time column: `alerts_ulid_near(id,
+/// time, tolerance)`, with `time` a `timestamptz` column and the
+/// tolerance an interval constant.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Near {
+    pub time: AttrNumber,
+    /// The interval's microseconds, days and months.
+    pub within: (i64, i32, i32),
+    /// The function called (this extension's, a C function).
+    pub func: Oid,
+}
+
+impl Near {
+    /// The tolerance in microseconds; None with months, or negative.
+    pub fn within_us(&self) -> Option<i64> {
+        let (time, day, month) = self.within;
+        let us = time as i128 + day as i128 * 86_400_000_000;
+        (month == 0 && (0..=i64::MAX as i128).contains(&us)).then_some(us as i64)
+    }
+}
+
+/// The declaration at `node`, a conjunct of a constraint of a table whose
+/// `id` column is `id`; None for anything else. A planted function of
+/// that name is SQL or PL (only a superuser makes a C function), so only
+/// a C one counts.
+///
+/// # Safety
+/// `node` is an expression node of a constraint.
+pub(crate) unsafe fn near_call(node: *mut pg_sys::Node, id: AttrNumber) -> Option<Near> {
+    // SAFETY: nodes read only; an interval constant points at its value.
+    unsafe {
+        if (*node).type_ != pg_sys::NodeTag::T_FuncExpr {
+            return None;
+        }
+        let f = node.cast::<pg_sys::FuncExpr>();
+        let name = pg_sys::get_func_name((*f).funcid);
+        if name.is_null()
+            || std::ffi::CStr::from_ptr(name).to_bytes() != b"alerts_ulid_near"
+            || !crate::overloads::language_is_c((*f).funcid)
+        {
+            return None;
+        }
+        let args: Vec<_> = crate::pg_list::ptrs::<pg_sys::Node>((*f).args).collect();
+        let [a_id, a_time, a_within] = args[..] else {
+            return None;
+        };
+        let column = |n: *mut pg_sys::Node| {
+            let n = strip_relabel(n);
+            ((*n).type_ == pg_sys::NodeTag::T_Var && (*n.cast::<pg_sys::Var>()).varlevelsup == 0)
+                .then(|| (*n.cast::<pg_sys::Var>()).varattno)
+        };
+        let time = column(a_time)?;
+        if column(a_id)? != id
+            || time <= 0
+            || pg_sys::exprType(a_time) != pg_sys::TIMESTAMPTZOID
+            || (*a_within).type_ != pg_sys::NodeTag::T_Const
+        {
+            return None;
+        }
+        let c = a_within.cast::<pg_sys::Const>();
+        if (*c).consttype != pg_sys::INTERVALOID || (*c).constisnull {
+            return None;
+        }
+        let iv = &*(*c).constvalue.cast_mut_ptr::<pg_sys::Interval>();
+        Some(Near {
+            time,
+            within: (iv.time, iv.day, iv.month),
+            func: (*f).funcid,
+        })
     }
 }

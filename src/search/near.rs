@@ -20,7 +20,6 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::ffi::CStr;
 
 use alerts_core::ulid;
 use pgrx::pg_sys::{self, AttrNumber, Datum, Oid};
@@ -205,59 +204,23 @@ unsafe fn leaf_ranges(desc: pg_sys::PartitionDesc, within: i64) -> Vec<Option<Id
 }
 
 /// `alerts_ulid_near(id, time, tolerance)` among the conjuncts at the top
-/// of constraint expression `node`: the time column and the tolerance in
-/// microseconds (none with months, or negative).
+/// of constraint expression `node` (`constraints::near_call`): the time
+/// column and the tolerance in microseconds (none with months, or
+/// negative).
 ///
 /// # Safety
 /// `node` is a constraint's expression tree of a table whose `id` column
 /// is `id`.
 pub unsafe fn declared_in(node: *mut pg_sys::Node, id: AttrNumber) -> Option<(AttrNumber, i64)> {
-    // SAFETY: nodes read only; an interval constant points at its value.
+    let mut found = None;
+    // SAFETY: as the caller's.
     unsafe {
-        if (*node).type_ == pg_sys::NodeTag::T_BoolExpr {
-            let b = node.cast::<pg_sys::BoolExpr>();
-            if (*b).boolop != pg_sys::BoolExprType::AND_EXPR {
-                return None;
-            }
-            return pg_list::ptrs::<pg_sys::Node>((*b).args).find_map(|n| declared_in(n, id));
-        }
-        if (*node).type_ != pg_sys::NodeTag::T_FuncExpr {
-            return None;
-        }
-        let f = node.cast::<pg_sys::FuncExpr>();
-        let name = pg_sys::get_func_name((*f).funcid);
-        // a planted function of that name is SQL or PL, never C
-        if name.is_null()
-            || CStr::from_ptr(name).to_bytes() != b"alerts_ulid_near"
-            || !crate::overloads::language_is_c((*f).funcid)
-        {
-            return None;
-        }
-        let args: Vec<_> = pg_list::ptrs::<pg_sys::Node>((*f).args).collect();
-        let [a_id, a_time, a_within] = args[..] else {
-            return None;
-        };
-        let column = |n: *mut pg_sys::Node| {
-            let n = super::constraints::strip_relabel(n);
-            ((*n).type_ == pg_sys::NodeTag::T_Var && (*n.cast::<pg_sys::Var>()).varlevelsup == 0)
-                .then(|| (*n.cast::<pg_sys::Var>()).varattno)
-        };
-        let time = column(a_time)?;
-        if column(a_id)? != id
-            || time <= 0
-            || pg_sys::exprType(a_time) != pg_sys::TIMESTAMPTZOID
-            || (*a_within).type_ != pg_sys::NodeTag::T_Const
-        {
-            return None;
-        }
-        let c = a_within.cast::<pg_sys::Const>();
-        if (*c).consttype != pg_sys::INTERVALOID || (*c).constisnull {
-            return None;
-        }
-        let iv = &*(*c).constvalue.cast_mut_ptr::<pg_sys::Interval>();
-        let us = iv.time as i128 + iv.day as i128 * 86_400_000_000;
-        (iv.month == 0 && (0..=i64::MAX as i128).contains(&us)).then_some((time, us as i64))
+        super::constraints::conjuncts(node, &mut |n| {
+            found = found.or_else(|| super::constraints::near_call(n, id));
+        });
     }
+    let near = found?;
+    Some((near.time, near.within_us()?))
 }
 
 /// The bounds on `id` leaf `leaf`'s time ranges imply, with ids following

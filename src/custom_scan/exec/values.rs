@@ -229,7 +229,11 @@ impl Run {
                 let Some(Some(value)) = at.next() else {
                     return false;
                 };
-                times.push(super::super::window::time_bound(attno, op, value.value() as i64));
+                times.push(super::super::window::time_bound(
+                    attno,
+                    op,
+                    value.value() as i64,
+                ));
             }
             self.times = times;
             self.columns = (!columns.is_empty()).then(|| {

@@ -125,8 +125,8 @@ impl IndexWalk<'_> {
                         return None;
                     }
                     let attno = pg_sys::get_attnum(here, name);
-                    let fits = attno > 0
-                        && pg_sys::get_atttype(here, attno) == pg_sys::TIMESTAMPTZOID;
+                    let fits =
+                        attno > 0 && pg_sys::get_atttype(here, attno) == pg_sys::TIMESTAMPTZOID;
                     fits.then_some(TimeBound { attno, ..*t })
                 };
                 self.times.iter().filter_map(own).collect()
