@@ -53,7 +53,10 @@ impl IndexWalk<'_> {
                 return false;
             };
             self.count(matched);
-            if matched {
+            // A match outside the time bounds is a hit all the same: the
+            // walk's measure of how rare the filter is (and what the route
+            // memory keeps of it) is the filter's, not the window's.
+            if matched && self.times_match() {
                 self.add_slot(page);
             }
             matched
@@ -164,18 +167,26 @@ impl IndexWalk<'_> {
         }
     }
 
-    /// Whether the slot's row passes the time bounds and the column filter.
+    /// Whether the slot's row passes the column filter.
     ///
     /// # Safety
     /// The slot's row is deformed up to [`IndexWalk::last_column`].
     pub(super) unsafe fn columns_match(&self) -> bool {
         let slot = self.slot;
+        // SAFETY: as the caller's.
+        self.columns()
+            .is_none_or(|c| unsafe { c.matches(|_, attno| slot_column(slot, attno)) })
+    }
+
+    /// Whether the slot's row passes the query's time bounds.
+    ///
+    /// # Safety
+    /// As [`IndexWalk::columns_match`].
+    pub(super) unsafe fn times_match(&self) -> bool {
+        let slot = self.slot;
         // SAFETY: as the caller's; a timestamptz datum is its integer.
         let time = |attno| unsafe { slot_column(slot, attno).map(|d| d.value() as i64) };
         self.times().iter().all(|t| t.admits(time(t.attno)))
-            && self
-                .columns()
-                .is_none_or(|c| unsafe { c.matches(|_, attno| slot_column(slot, attno)) })
     }
 
     /// Adds the slot's row to the page, as the rows' type.

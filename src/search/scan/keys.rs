@@ -147,7 +147,7 @@ impl IndexWalk<'_> {
                     let matched = self.columns_match()
                         && crate::jsonb::exact_match_of(self.filter, attrs, self.whole);
                     self.count(matched);
-                    matched.then(|| bytes(id).to_vec())
+                    (matched && self.times_match()).then(|| bytes(id).to_vec())
                 }
                 _ => None,
             };
