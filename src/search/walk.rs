@@ -46,6 +46,19 @@ pub unsafe fn fill(
             return; // a key with no accepted values: no row matches
         }
         let (route, fresh) = remembered(routes, call);
+        if let (true, Some(key), Some(_)) = (call.first_page, &route, fresh) {
+            // Remembered rare on a first page: GIN's entries read in place,
+            // when they list few rows, answer the whole window above the
+            // floor at once, the ids at or after '8' with the rest (their
+            // range has no upper bound), without the descent that reads
+            // those ids apart.
+            let (before, started) = (trace::now(), std::time::Instant::now());
+            trace::page_starts(Route::RememberedKeys);
+            if rare::small_gin(call, walker, page, ((call.floor, false), None)) {
+                routes.answered(key.clone(), cost_since(before, started));
+                return;
+            }
+        }
         if call.first_page && (fresh.is_some() || !walker.reads_above_first()) {
             // Ids at or after '8' (not ULIDs: other schemes, lowercase
             // hex...) come first in the index; usually there are none and
