@@ -146,11 +146,6 @@ pub fn page_starts(route: Route) {
     state().page.set(route);
 }
 
-/// The route the page being answered has taken so far.
-pub fn page_route() -> Route {
-    state().page.get()
-}
-
 /// The walk left for a rare path after `hits` matches in `entries` entries.
 pub fn left_walk(hits: i64, entries: i64) {
     update(|t| t.left_after = Some((hits, entries)));

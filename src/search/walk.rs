@@ -53,13 +53,11 @@ pub unsafe fn fill(
             // range has no upper bound), without the descent that reads
             // those ids apart.
             let (before, started) = (trace::now(), std::time::Instant::now());
-            let so_far = trace::page_route();
-            trace::page_starts(Route::RememberedKeys);
             if rare::small_gin(call, walker, page, ((call.floor, false), None)) {
+                trace::page_starts(Route::RememberedGin);
                 routes.answered(key.clone(), cost_since(before, started));
                 return;
             }
-            trace::page_starts(so_far); // not answered: the page goes on as it was
         }
         if call.first_page && (fresh.is_some() || !walker.reads_above_first()) {
             // Ids at or after '8' (not ULIDs: other schemes, lowercase
