@@ -205,6 +205,39 @@ def main():
     if not rights_ok:
         errors.append("the caller's rights are not the search's")
 
+    # The session's prepared statements: one for each table and filter
+    # shape; one planted under a statement's name with another text is not
+    # run but made again; a column added or retyped gets statements of its
+    # own (the old ones would return the old row). (psycopg deallocates
+    # every statement of the session after a DROP, ALTER or ROLLBACK, as
+    # the RLS test's DROP ROLE did: the search prepares them again.)
+    checks = [(50, None, False, None), (50, None, True, [2, 3]), (1, 3, True, None)]
+    run("prepared again", ("alerts",), checks)
+    names = [r[0] for r in conn.execute("SELECT name FROM pg_prepared_statements WHERE name LIKE 'alerts_portable_%'")]
+    conn.execute("CREATE TABLE planted_rows AS SELECT * FROM alerts LIMIT 0")
+    conn.execute("INSERT INTO planted_rows SELECT * FROM alerts WHERE organisation_id = 'org1' LIMIT 5")
+    for name in names:
+        types, text = conn.execute("SELECT parameter_types::text[], statement FROM pg_prepared_statements "
+                                   "WHERE name = %s", (name,)).fetchone()
+        conn.execute(f'DEALLOCATE "{name}"')
+        # the chunk's statement counts (3 columns), the others return rows
+        body = "SELECT 0, 'Z'::text, 0" if "pg_catalog.count(*)" in text else "SELECT * FROM public.planted_rows"
+        conn.execute(f'PREPARE "{name}"({", ".join(types)}) AS {body}')
+    before_wrong = wrong
+    run("planted statements", ("alerts",), checks)
+    conn.execute("ALTER TABLE alerts ADD COLUMN note text DEFAULT 'n'")
+    run("a column added", ("alerts",), [(50, None, False, None)])
+    conn.execute("ALTER TABLE alerts ALTER COLUMN note TYPE varchar(9)")
+    run("a column retyped", ("alerts",), [(50, None, False, None)])
+    conn.execute("ALTER TABLE alerts DROP COLUMN note")
+    run("a column dropped", ("alerts",), [(50, None, False, None)])
+    prepared = conn.execute("SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'alerts_portable_%'").fetchone()[0]
+    print(f"  prepared statements: {len(names)} planted over, {wrong - before_wrong} pages differ after them and "
+          f"after a column added, retyped and dropped; {prepared} statements in the session")
+    conn.execute("DROP TABLE planted_rows")
+    if not names:
+        errors.append("the search prepared no statement")
+
     # The extension arrives: the portable search is unchanged, and equal
     # to alerts_search.
     conn.execute("CREATE EXTENSION alerts")
