@@ -332,17 +332,15 @@ unsafe fn answered_whole<'a>(
         let call = &leaf.call;
         // a first page's window has no top: the ids at or after '8' too
         let upper = (!call.first_page).then_some(call.before);
-        let (before, started) = (trace::now(), std::time::Instant::now());
         trace::page_starts(Route::RememberedKeys);
         page.divert(None, id_column, collation);
-        let answered = rare::gin_in_place(call, &mut walk, page, ((call.floor, false), upper));
+        let (answered, cost) =
+            walk::timed(|| rare::gin_in_place(call, &mut walk, page, ((call.floor, false), upper)));
         waiting.extend(page.take_aside());
         if answered {
             walk.end();
             let table = leaf.table.value.as_mut().expect("prepared");
-            table
-                .routes
-                .answered(key, walk::cost_since(before, started));
+            table.routes.answered(key, cost);
         } else {
             leaf.walk = Some(walk);
         }

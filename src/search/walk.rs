@@ -52,10 +52,11 @@ pub unsafe fn fill(
             // floor at once, the ids at or after '8' with the rest (their
             // range has no upper bound), without the descent that reads
             // those ids apart.
-            let (before, started) = (trace::now(), std::time::Instant::now());
-            if rare::small_gin(call, walker, page, ((call.floor, false), None)) {
+            let (answered, cost) =
+                timed(|| rare::small_gin(call, walker, page, ((call.floor, false), None)));
+            if answered {
                 trace::page_starts(Route::RememberedGin);
-                routes.answered(key.clone(), cost_since(before, started));
+                routes.answered(key.clone(), cost);
                 return;
             }
         }
@@ -104,15 +105,18 @@ pub unsafe fn remembered(routes: &Routes, call: &Call) -> (Option<Key>, Option<u
     (route, fresh)
 }
 
-/// What a rare path's answer cost, from the trace's counters and the
-/// clock taken before it (`before`, `started`), for the route memory.
-pub fn cost_since(before: trace::Trace, started: std::time::Instant) -> RareCost {
+/// A rare path's answer and what it cost (the trace's counters and the
+/// clock around it), for the route memory.
+pub fn timed<R>(answer: impl FnOnce() -> R) -> (R, RareCost) {
+    let (before, started) = (trace::now(), std::time::Instant::now());
+    let answered = answer();
     let after = trace::now();
-    RareCost {
+    let cost = RareCost {
         fetched: after.fetched.wrapping_sub(before.fetched),
         statements: after.statements != before.statements,
         micros: started.elapsed().as_micros() as u64,
-    }
+    };
+    (answered, cost)
 }
 
 /// The rare path for the rest of the page below `cursor`
@@ -131,10 +135,9 @@ unsafe fn rest_of_page(
     page: &mut Page,
     weeks: u64,
 ) {
-    let (before, started) = (trace::now(), std::time::Instant::now());
     // SAFETY: as the caller's.
-    unsafe { rare::rest_of_page(st, call, walker, cursor, page, weeks) };
-    routes.answered(key, cost_since(before, started));
+    let ((), cost) = timed(|| unsafe { rare::rest_of_page(st, call, walker, cursor, page, weeks) });
+    routes.answered(key, cost);
 }
 
 /// The chunked walk from the call's cursor down.
@@ -238,19 +241,19 @@ unsafe fn gin_instead(
     let Some(at_most) = gin_rows_cheaper(walked.hits, chunk, page.want) else {
         return false;
     };
-    let (before, started) = (trace::now(), std::time::Instant::now());
     // SAFETY: as the caller's.
-    unsafe {
+    let (answered, cost) = timed(|| unsafe {
         let cursor = walker.cursor().unwrap_or(call.before);
         let window = ((call.floor, false), Some(cursor));
-        if !rare::gin_listing_few(call, walker, page, window, at_most) {
-            return false;
-        }
+        rare::gin_listing_few(call, walker, page, window, at_most)
+    });
+    if !answered {
+        return false;
     }
     trace::left_walk(walked.hits, walked.entries);
     if let Some(key) = route.clone() {
         routes.remember(key.clone(), FIRST_WEEKS);
-        routes.answered(key, cost_since(before, started));
+        routes.answered(key, cost);
     }
     true
 }
