@@ -14,6 +14,7 @@
 #   root.sh VERSION make            make the root (idempotent)
 #   root.sh VERSION run CMD ARGS... run CMD in the checkout inside the root,
 #                                   with ALERTS_PG=VERSION and a target dir of its own
+#                                   (kept in the root with ALERTS_BUILD_CACHE set)
 #   root.sh VERSION path            print the root's directory
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -125,11 +126,15 @@ case "$what" in
   path) echo "$ROOT" ;;
   run)
     make_root
+    # the build's target dir: the checkout's, or with ALERTS_BUILD_CACHE
+    # set (CI's fresh clones, .ci/run) one kept inside the root itself
+    target=$PWD/target/root-$v
+    [ -n "${ALERTS_BUILD_CACHE:-}" ] && target=/var/cache/alerts-build/target-$v
     trap unmount_all EXIT
     mount_all
     chroot "$ROOT" env -i HOME=/root PATH="/root/.cargo/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" \
       LANG=C.UTF-8 TERM=dumb CI="${CI:-}" CARGO_HTTP_CAINFO=/etc/ssl/alerts-host-ca.crt ALERTS_PG="$v" ALERTS_IN_ROOT=1 \
-      ALERTS_QUICK="${ALERTS_QUICK:-}" ALERTS_ROOT_SUITES="${ALERTS_ROOT_SUITES:-}" ALERTS_DIFF_QUERIES="${ALERTS_DIFF_QUERIES:-1500}" ALERTS_PACKAGED="${ALERTS_PACKAGED:-}" CARGO_TARGET_DIR="$PWD/target/root-$v" \
+      ALERTS_QUICK="${ALERTS_QUICK:-}" ALERTS_ROOT_SUITES="${ALERTS_ROOT_SUITES:-}" ALERTS_DIFF_QUERIES="${ALERTS_DIFF_QUERIES:-1500}" ALERTS_PACKAGED="${ALERTS_PACKAGED:-}" CARGO_TARGET_DIR="$target" \
       bash -c 'cd "$1" && shift && exec "$@"' bash "$PWD" "$@"
     ;;
   *) echo "usage: root.sh VERSION make|run|path" >&2; exit 2 ;;

@@ -8,6 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../fuzz"
 runs=${ALERTS_FUZZ_RUNS:-1000000}
+# the fuzz build's own flags: a target dir apart from the workspace's
+[ -n "${ALERTS_BUILD_CACHE:-}" ] && export CARGO_TARGET_DIR=$ALERTS_BUILD_CACHE/fuzz-target
 if ! cargo fuzz --version 2>/dev/null | grep -q "0.13.2"; then
   echo "fuzz: installing cargo-fuzz 0.13.2 (about 2 minutes)"
   cargo install cargo-fuzz --version 0.13.2 --locked
