@@ -12,6 +12,8 @@ pg_require
 if [ "${ALERTS_IN_ROOT:-0}" = 1 ] && ! grep -qs "^pg$PG_VERSION = " "$HOME/.pgrx/config.toml"; then
   cargo pgrx init "--pg$PG_VERSION" "$PG_CONFIG" >/dev/null
 fi
+# pgrx's tree anew: a kept target dir (ALERTS_BUILD_CACHE) holds earlier builds' files
+rm -rf "${CARGO_TARGET_DIR:-target}/release/alerts-pg$PG_VERSION"
 CARGO="$PWD/scripts/cargo-rv.sh" cargo-pgrx pgrx package --pg-config "$PG_CONFIG" --no-default-features --features "pg$PG_VERSION" >/dev/null
 pkg=${CARGO_TARGET_DIR:-target}/release/alerts-pg$PG_VERSION
 libdir=$("$PG_CONFIG" --pkglibdir)

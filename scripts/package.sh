@@ -64,6 +64,8 @@ for v in $VERSIONS; do
     fi
     echo "package: building for $("$PG_CONFIG" --version)"
     log=target/package-pg$v.log
+    # pgrx's tree anew: a kept target dir (ALERTS_BUILD_CACHE) holds earlier builds' files
+    rm -rf "${CARGO_TARGET_DIR:-target}/release/alerts-pg$v"
     CARGO="$PWD/scripts/cargo-rv.sh" cargo-pgrx pgrx package --pg-config "$PG_CONFIG" --no-default-features --features "pg$v" > "$log" 2>&1 \
       || { tail -30 "$log"; echo "package: the build for $v failed (all of it in $log)" >&2; exit 1; }
     tree=${CARGO_TARGET_DIR:-target}/release/alerts-pg$v
