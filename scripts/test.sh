@@ -66,7 +66,7 @@ step "Python client: pip install ./clients/python, unittest" \
   bash -c 'target/pyenv/bin/pip install -q --disable-pip-version-check ./clients/python && target/pyenv/bin/python -m unittest discover -s clients/python/tests'
 step "TypeScript client: npm ci, build, node --test" bash -c 'cd clients/typescript && npm ci --no-audit --no-fund --silent && npm test --silent'
 step "Go client: go vet, go test (golden vectors)" bash -c 'cd clients/go && go vet ./... && go test ./...'
-step "Java client: mvn test (golden vectors)" bash -c 'cd clients/java && mvn -q -B -Dstyle.color=never test'
+step "Java client: mvn test (golden vectors)" bash -c 'cd clients/java && mvn -q -B -Dstyle.color=never test && echo'
 
 # The release artifacts (scripts/package.sh) for these versions; each
 # version's suites below run on the extension installed from them, as a
