@@ -340,6 +340,7 @@ DECLARE
     shape text;
     chunk_nm text;
     rows_nm text;
+    chunk_cmd text;
     entries_sql text;
     rows_first boolean;
     seen bigint := 0;
@@ -411,9 +412,9 @@ BEGIN
         -- ends and how many candidates it holds come first: a chunk with
         -- none (a rare filter's usual chunk) needs no second statement
         rows_first := walked = 0;
+        chunk_cmd := format('EXECUTE %I(%L, %L, %L, %s, NULL%s)', chunk_nm, organisation_id, floor_id, cursor_id, chunk, values_sql);
         IF NOT rows_first THEN
-            EXECUTE format('EXECUTE %I(%L, %L, %L, %s, NULL%s)', chunk_nm, organisation_id, floor_id, cursor_id, chunk, values_sql)
-                INTO entries, low, n;
+            EXECUTE chunk_cmd INTO entries, low, n;
             walked := walked + entries;
             seen := seen + n;
         END IF;
@@ -426,8 +427,7 @@ BEGIN
         END IF;
         IF rows_first THEN
             -- the first chunk did not fill the page: where it ended
-            EXECUTE format('EXECUTE %I(%L, %L, %L, %s, NULL%s)', chunk_nm, organisation_id, floor_id, cursor_id, chunk, values_sql)
-                INTO entries, low, n;
+            EXECUTE chunk_cmd INTO entries, low, n;
             walked := walked + entries;
             seen := seen + n;
         END IF;
