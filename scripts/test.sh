@@ -166,7 +166,7 @@ for v in $VERSIONS; do
   # 18's .deb, for Debian's own postgresql-18, in the sid root (the suites
   # above ran on the host's relocatable 18 from its tarball)
   if [ "$v" = 18 ]; then
-    step "[pg18] its .deb in the Debian sid root: dpkg -i, pg_regress, isolation, dpkg -r" \
+    step "[pg18] its .deb in the Debian sid root: dpkg -i, base suites, isolation, dpkg -r" \
       env ALERTS_PACKAGED=$packaged ALERTS_ROOT_SUITES=package bash scripts/root.sh 18 run bash tests/shell/in_root.sh
   fi
   echo "=== PostgreSQL $v: $((SECONDS - t0)) s"
